@@ -1,0 +1,112 @@
+import { parseArgs } from 'node:util'
+import { ConfigError, loadConfig, type Config } from './config.js'
+import { openConfiguredDatabase } from './db/database.js'
+import { migrateToLatest } from './db/migrate.js'
+import { systemClock } from './lib/clock.js'
+import { createAccountService } from './modules/accounts/service.js'
+import type { Scope } from './modules/accounts/keys.js'
+import { serve } from './server.js'
+
+const USAGE = `Usage: wishpay <command>
+
+  serve                                       run the API server (migrates first)
+  migrate                                     apply database migrations
+  keys create --account NAME [--scope read|write] [--json]
+                                              create an API key (and the account if new)
+  keys list [--account NAME] [--json]         list API keys (never the secrets)
+  keys revoke KEY_ID                          revoke an API key
+
+Configuration comes from the environment, as for the server (see README).`
+
+class UsageError extends Error {}
+
+async function withDatabase<T>(config: Config, work: (db: ReturnType<typeof openConfiguredDatabase>) => Promise<T>): Promise<T> {
+  const db = openConfiguredDatabase(config)
+  try {
+    await migrateToLatest(db)
+    return await work(db)
+  } finally {
+    await db.close()
+  }
+}
+
+async function keysCommand(config: Config, args: string[]): Promise<void> {
+  const [action, ...rest] = args
+  const { values, positionals } = parseArgs({
+    args: rest,
+    allowPositionals: true,
+    options: { account: { type: 'string' }, scope: { type: 'string' }, json: { type: 'boolean', default: false } },
+  })
+  await withDatabase(config, async (db) => {
+    const accounts = createAccountService({ db, clock: systemClock })
+    if (action === 'create') {
+      if (!values.account) throw new UsageError('keys create needs --account NAME')
+      const scope = (values.scope ?? 'write') as Scope
+      if (scope !== 'read' && scope !== 'write') throw new UsageError('--scope must be read or write')
+      const created = await accounts.createKey(values.account, scope)
+      if (values.json) {
+        process.stdout.write(`${JSON.stringify({ id: created.id, key: created.key, account_id: created.account_id, scope: created.scope })}\n`)
+      } else {
+        process.stdout.write(`Created ${scope} key ${created.id} for account "${values.account}" (${created.account_id}).\n` +
+          `The key is shown only this once:\n\n  ${created.key}\n\n`)
+      }
+    } else if (action === 'list') {
+      const keys = await accounts.listKeys(values.account)
+      if (values.json) {
+        process.stdout.write(`${JSON.stringify(keys)}\n`)
+      } else if (keys.length === 0) {
+        process.stdout.write('No keys.\n')
+      } else {
+        for (const k of keys) {
+          process.stdout.write(`${k.id}  ${k.display_prefix.padEnd(10)} ${k.scope.padEnd(5)}  ${k.account_name}  created ${k.created_at}` +
+            `${k.revoked_at ? `  revoked ${k.revoked_at}` : ''}\n`)
+        }
+      }
+    } else if (action === 'revoke') {
+      const id = positionals[0]
+      if (!id) throw new UsageError('keys revoke needs KEY_ID')
+      const result = await accounts.revokeKey(id)
+      if (result === 'not_found') throw new UsageError(`No such key: ${id}`)
+      process.stdout.write(result === 'revoked' ? `Revoked ${id}.\n` : `${id} was already revoked.\n`)
+    } else {
+      throw new UsageError(`Unknown keys command: ${action ?? '(none)'}`)
+    }
+  })
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...args] = argv
+  if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
+    process.stdout.write(`${USAGE}\n`)
+    return
+  }
+  const config = loadConfig()
+  switch (command) {
+    case 'serve':
+      return serve(config)
+    case 'migrate': {
+      const db = openConfiguredDatabase(config)
+      try {
+        const applied = await migrateToLatest(db)
+        process.stdout.write(applied.length > 0 ? `Applied ${applied.join(', ')}.\n` : 'The database schema is up to date.\n')
+      } finally {
+        await db.close()
+      }
+      return
+    }
+    case 'keys':
+      return keysCommand(config, args)
+    default:
+      throw new UsageError(`Unknown command: ${command}`)
+  }
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  if (error instanceof ConfigError || error instanceof UsageError) {
+    process.stderr.write(`${error.message}\n`)
+    if (error instanceof UsageError) process.stderr.write(`\n${USAGE}\n`)
+    process.exit(error instanceof UsageError ? 2 : 1)
+  }
+  process.stderr.write(`wishpay: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`)
+  process.exit(1)
+})

@@ -1,0 +1,114 @@
+import path from 'node:path'
+
+/** Typed, frozen configuration read once from the environment (contract section 8). */
+export interface Config {
+  readonly port: number
+  readonly host: string
+  /** A postgres:// URL, or undefined for the embedded SQLite store. */
+  readonly databaseUrl: string | undefined
+  readonly dataDir: string
+  readonly redisUrl: string | undefined
+  readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
+  readonly rateLimitPerSecond: number
+  readonly idempotencyTtlSeconds: number
+  readonly sandboxSettlementDelayMs: number
+  readonly webhookRetryScale: number
+  readonly webhookAllowPrivate: boolean
+  readonly metricsToken: string | undefined
+  readonly defaultProtocol: 'ap2' | 'acp'
+  readonly production: boolean
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+type Env = Record<string, string | undefined>
+type Parser<T> = (raw: string) => T
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+
+function integer(min: number, max: number): Parser<number> {
+  return (raw) => {
+    if (!/^\d+$/.test(raw.trim())) throw new Error(`must be an integer between ${min} and ${max}`)
+    const value = Number(raw)
+    if (value < min || value > max) throw new Error(`must be an integer between ${min} and ${max}`)
+    return value
+  }
+}
+
+function positiveNumber(raw: string): number {
+  const value = Number(raw)
+  if (raw.trim() === '' || !Number.isFinite(value) || value <= 0) throw new Error('must be a number greater than 0')
+  return value
+}
+
+function oneOf<T extends string>(values: readonly T[]): Parser<T> {
+  return (raw) => {
+    const value = raw.trim().toLowerCase() as T
+    if (!values.includes(value)) throw new Error(`must be one of ${values.join(', ')}`)
+    return value
+  }
+}
+
+function boolean(raw: string): boolean {
+  const value = raw.trim().toLowerCase()
+  if (['true', '1', 'yes'].includes(value)) return true
+  if (['false', '0', 'no', ''].includes(value)) return false
+  throw new Error('must be true or false')
+}
+
+function url(protocols: string[]): Parser<string> {
+  return (raw) => {
+    let parsed: URL
+    try {
+      parsed = new URL(raw)
+    } catch {
+      throw new Error(`must be a URL (${protocols.join(' or ')})`)
+    }
+    if (!protocols.includes(parsed.protocol)) throw new Error(`must be a URL (${protocols.join(' or ')})`)
+    return raw
+  }
+}
+
+function text(raw: string): string {
+  if (raw.trim() === '') throw new Error('must not be empty')
+  return raw
+}
+
+/**
+ * Reads and validates the environment. Every bad variable is reported, one line each,
+ * in a single ConfigError, so an operator fixes them all in one go.
+ */
+export function loadConfig(env: Env = process.env): Config {
+  const problems: string[] = []
+  function read<T>(name: string, parse: Parser<T>, fallback: T): T {
+    const raw = env[name]
+    if (raw === undefined || (raw === '' && fallback !== undefined)) return fallback
+    try {
+      return parse(raw)
+    } catch (error) {
+      problems.push(`${name} ${(error as Error).message} (got ${JSON.stringify(raw)})`)
+      return fallback
+    }
+  }
+
+  const config: Config = {
+    port: read('PORT', integer(0, 65535), 3000),
+    host: read('HOST', text, '127.0.0.1'),
+    databaseUrl: read<string | undefined>('DATABASE_URL', url(['postgres:', 'postgresql:']), undefined),
+    dataDir: path.resolve(read('DATA_DIR', text, './data')),
+    redisUrl: read<string | undefined>('REDIS_URL', url(['redis:', 'rediss:']), undefined),
+    logLevel: read('LOG_LEVEL', oneOf(LOG_LEVELS), 'info'),
+    rateLimitPerSecond: read('RATE_LIMIT_PER_SECOND', integer(1, 1_000_000), 100),
+    idempotencyTtlSeconds: read('IDEMPOTENCY_TTL_SECONDS', integer(1, 31_536_000), 86_400),
+    sandboxSettlementDelayMs: read('SANDBOX_SETTLEMENT_DELAY_MS', integer(0, 86_400_000), 2000),
+    webhookRetryScale: read('WEBHOOK_RETRY_SCALE', positiveNumber, 1),
+    webhookAllowPrivate: read('WEBHOOK_ALLOW_PRIVATE', boolean, false),
+    metricsToken: read<string | undefined>('METRICS_TOKEN', text, undefined),
+    defaultProtocol: read('DEFAULT_PROTOCOL', oneOf(['ap2', 'acp'] as const), 'ap2'),
+    production: env.NODE_ENV === 'production',
+  }
+  if (problems.length > 0) throw new ConfigError(problems.map((p) => `Invalid configuration: ${p}`).join('\n'))
+  return Object.freeze(config)
+}

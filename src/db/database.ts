@@ -1,0 +1,81 @@
+import fs from 'node:fs'
+import path from 'node:path'
+import SQLite from 'better-sqlite3'
+import { Kysely, PostgresDialect, SqliteDialect, sql, type Transaction } from 'kysely'
+import pg from 'pg'
+import type { DatabaseSchema } from './schema.js'
+
+export type DialectName = 'sqlite' | 'postgres'
+
+/** A query runner: the database itself or an open transaction. Repositories take this. */
+export type Executor = Kysely<DatabaseSchema> | Transaction<DatabaseSchema>
+
+export interface Database {
+  readonly kysely: Kysely<DatabaseSchema>
+  readonly dialect: DialectName
+  /** Throws when the database does not answer. */
+  ping(): Promise<void>
+  close(): Promise<void>
+}
+
+export interface DatabaseOptions {
+  /** postgres:// URL; when absent the embedded SQLite store at sqlitePath is used. */
+  databaseUrl?: string | undefined
+  sqlitePath?: string
+  /** PostgreSQL schema to work in (tests give each run its own). */
+  postgresSchema?: string
+  poolSize?: number
+}
+
+// COUNT(*) and bigint columns arrive as strings from pg; every integer we store fits in 2^53.
+const INT8_OID = 20
+const pgTypes = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === INT8_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+}
+
+export function openDatabase(options: DatabaseOptions): Database {
+  if (options.databaseUrl) return openPostgres(options.databaseUrl, options)
+  if (!options.sqlitePath) throw new Error('openDatabase needs databaseUrl or sqlitePath')
+  return openSqlite(options.sqlitePath)
+}
+
+function openSqlite(file: string): Database {
+  if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true })
+  const connection = new SQLite(file)
+  connection.pragma('journal_mode = WAL')
+  connection.pragma('synchronous = FULL')
+  connection.pragma('foreign_keys = ON')
+  // Another process (the CLI, a second server) may hold the write lock briefly.
+  connection.pragma('busy_timeout = 5000')
+  const kysely = new Kysely<DatabaseSchema>({ dialect: new SqliteDialect({ database: connection }) })
+  return {
+    kysely,
+    dialect: 'sqlite',
+    ping: async () => { await sql`select 1`.execute(kysely) },
+    close: () => kysely.destroy(),
+  }
+}
+
+function openPostgres(url: string, options: DatabaseOptions): Database {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.poolSize ?? 10,
+    types: pgTypes,
+    ...(options.postgresSchema ? { options: `-c search_path=${options.postgresSchema}` } : {}),
+  })
+  // An idle client that loses its server emits 'error'; without a listener the process would crash.
+  pool.on('error', () => {})
+  const kysely = new Kysely<DatabaseSchema>({ dialect: new PostgresDialect({ pool }) })
+  return {
+    kysely,
+    dialect: 'postgres',
+    ping: async () => { await sql`select 1`.execute(kysely) },
+    close: () => kysely.destroy(),
+  }
+}
+
+/** The store the configuration selects: PostgreSQL for a postgres:// DATABASE_URL, else SQLite in DATA_DIR. */
+export function openConfiguredDatabase(config: { databaseUrl: string | undefined, dataDir: string }): Database {
+  return openDatabase({ databaseUrl: config.databaseUrl, sqlitePath: path.join(config.dataDir, 'wishpay.db') })
+}

@@ -1,0 +1,29 @@
+/**
+ * Database errors recognised in one place for both dialects (SQLSTATE for PostgreSQL,
+ * result codes for SQLite), so services never inspect driver errors themselves.
+ */
+interface DriverError {
+  code?: unknown
+}
+
+function codeOf(error: unknown): string {
+  return typeof error === 'object' && error !== null ? String((error as DriverError).code ?? '') : ''
+}
+
+export function isUniqueViolation(error: unknown): boolean {
+  const code = codeOf(error)
+  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY'
+}
+
+const UNAVAILABLE_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EPIPE', 'EHOSTUNREACH'])
+
+/** The database cannot serve right now (down, busy, full); the client may retry later. */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  const code = codeOf(error)
+  if (UNAVAILABLE_NODE_CODES.has(code)) return true
+  // 08xxx connection exceptions, 53xxx insufficient resources, 57P0x shutdown / cannot connect now.
+  if (/^(08|53)/.test(code) || /^57P0/.test(code)) return true
+  if (code === 'SQLITE_BUSY' || code === 'SQLITE_FULL' || code === 'SQLITE_LOCKED') return true
+  const message = error instanceof Error ? error.message : ''
+  return /Connection terminated|timeout exceeded when trying to connect/i.test(message)
+}

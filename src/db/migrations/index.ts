@@ -1,0 +1,10 @@
+import type { Migration } from 'kysely'
+import * as initial from './0001_initial.js'
+
+/**
+ * The explicit, ordered migration registry. Append only: a migration that has shipped is never
+ * edited, a change is a new entry. Names sort in the order they must run.
+ */
+export const migrations: Record<string, Migration> = {
+  '0001_initial': initial,
+}

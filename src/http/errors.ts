@@ -1,0 +1,123 @@
+/**
+ * The one error taxonomy (contract section 2). Services throw AppErrors built by the factories
+ * below; the error handler renders them. Nothing else decides a status, type or code.
+ */
+export type ErrorType =
+  | 'invalid_request_error'
+  | 'authentication_error'
+  | 'permission_error'
+  | 'conflict_error'
+  | 'idempotency_error'
+  | 'payment_error'
+  | 'rate_limit_error'
+  | 'api_error'
+
+export interface FieldError {
+  param: string
+  code: string
+  message: string
+}
+
+export interface AppErrorInit {
+  status: number
+  type: ErrorType
+  code: string
+  message: string
+  param?: string | undefined
+  errors?: FieldError[] | undefined
+  headers?: Record<string, string> | undefined
+}
+
+export class AppError extends Error {
+  override name = 'AppError'
+  readonly status: number
+  readonly type: ErrorType
+  readonly code: string
+  readonly param: string | undefined
+  readonly errors: FieldError[] | undefined
+  readonly headers: Record<string, string>
+
+  constructor(init: AppErrorInit) {
+    super(init.message)
+    this.status = init.status
+    this.type = init.type
+    this.code = init.code
+    this.param = init.param
+    this.errors = init.errors
+    this.headers = init.headers ?? {}
+  }
+}
+
+const invalid = (code: string, message: string, param?: string, errors?: FieldError[]) =>
+  new AppError({ status: 400, type: 'invalid_request_error', code, message, param, errors })
+
+export const errors = {
+  validation: (fieldErrors: FieldError[]) => {
+    const first = fieldErrors[0]!
+    const params = new Set(fieldErrors.map((e) => e.param))
+    return invalid(first.code, first.message, params.size === 1 ? first.param : undefined, fieldErrors)
+  },
+  parameterInvalid: (param: string, message: string) =>
+    invalid('parameter_invalid', message, param, [{ param, code: 'parameter_invalid', message }]),
+  invalidJson: (message = 'Request body is not valid JSON') => invalid('invalid_json', message),
+  badRequest: (message: string) => invalid('parameter_invalid', message),
+
+  authenticationRequired: () => new AppError({
+    status: 401,
+    type: 'authentication_error',
+    code: 'authentication_required',
+    message: 'Authentication required: send your API key as "Authorization: Bearer <key>"',
+    headers: { 'WWW-Authenticate': 'Bearer realm="wishpay"' },
+  }),
+  invalidApiKey: () => new AppError({
+    status: 401,
+    type: 'authentication_error',
+    code: 'invalid_api_key',
+    message: 'The API key is invalid or has been revoked',
+    headers: { 'WWW-Authenticate': 'Bearer realm="wishpay", error="invalid_token"' },
+  }),
+  insufficientScope: () => new AppError({
+    status: 403,
+    type: 'permission_error',
+    code: 'insufficient_scope',
+    message: 'This API key is read-only (rk_); use a secret key (sk_) to make changes',
+  }),
+  resourceMissing: (resource: string, id: string, param = 'id') => new AppError({
+    status: 404,
+    type: 'invalid_request_error',
+    code: 'resource_missing',
+    message: `No such ${resource}: '${id}'`,
+    param,
+  }),
+  routeNotFound: (method: string, url: string) => new AppError({
+    status: 404,
+    type: 'invalid_request_error',
+    code: 'route_not_found',
+    message: `Unrecognized request URL (${method}: ${url})`,
+  }),
+  invalidStateTransition: (message: string, param?: string) => new AppError({
+    status: 409, type: 'conflict_error', code: 'invalid_state_transition', message, param,
+  }),
+  payloadTooLarge: (limitBytes: number) => new AppError({
+    status: 413,
+    type: 'invalid_request_error',
+    code: 'payload_too_large',
+    message: `Request body is larger than ${limitBytes} bytes`,
+  }),
+  unsupportedMediaType: (contentType: string | undefined) => new AppError({
+    status: 415,
+    type: 'invalid_request_error',
+    code: 'unsupported_media_type',
+    message: `Content-Type must be application/json${contentType ? ` (got ${contentType})` : ''}`,
+  }),
+  internal: () => new AppError({
+    status: 500, type: 'api_error', code: 'internal_error', message: 'An internal error occurred; it has been logged',
+  }),
+  serviceUnavailable: (retryAfterSeconds = 1) => new AppError({
+    status: 503,
+    type: 'api_error',
+    code: 'service_unavailable',
+    message: 'The service is temporarily unavailable; retry later',
+    headers: { 'Retry-After': String(retryAfterSeconds) },
+  }),
+}

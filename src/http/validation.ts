@@ -1,0 +1,85 @@
+import { Ajv, type ErrorObject, type Options } from 'ajv'
+import addFormatsModule from 'ajv-formats'
+import type { FastifyInstance, FastifySchema } from 'fastify'
+import type { FieldError } from './errors.js'
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv
+
+/**
+ * Two validators: JSON bodies keep their JSON types (the string "100" is not an amount), while
+ * query strings and path parameters are text and are coerced. Neither strips unknown members:
+ * they are rejected (removeAdditional: false), so nothing can be mass-assigned.
+ */
+const common: Options = { allErrors: true, removeAdditional: false, useDefaults: true, strict: false, ownProperties: true }
+const bodyAjv = addFormats(new Ajv({ ...common, coerceTypes: false }))
+const textAjv = addFormats(new Ajv({ ...common, coerceTypes: true }))
+
+export function registerValidators(app: FastifyInstance): void {
+  app.setValidatorCompiler(({ schema, httpPart }) =>
+    (httpPart === 'body' ? bodyAjv : textAjv).compile(schema as FastifySchema))
+}
+
+/** "/budget/max" -> "budget.max"; the param names a client sees. */
+function pointerToParam(pointer: string): string {
+  return pointer.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~')).join('.')
+}
+
+function join(base: string, name: string): string {
+  return base ? `${base}.${name}` : name
+}
+
+function describe(param: string, error: ErrorObject): string {
+  const subject = param || 'Request body'
+  const p = error.params as Record<string, unknown>
+  switch (error.keyword) {
+    case 'enum':
+      return `${subject} must be one of: ${(p.allowedValues as unknown[]).join(', ')}`
+    case 'type':
+      return `${subject} must be ${p.type === 'integer' ? 'an integer' : `of type ${String(p.type)}`}`
+    case 'minLength':
+      return p.limit === 1 ? `${subject} must not be empty` : `${subject} must be at least ${String(p.limit)} characters`
+    case 'maxLength':
+      return `${subject} must be at most ${String(p.limit)} characters`
+    case 'maxProperties':
+      return `${subject} may have at most ${String(p.limit)} keys`
+    case 'format':
+      return `${subject} must be a valid ${String(p.format)}`
+    default:
+      return `${subject} ${error.message ?? 'is invalid'}`
+  }
+}
+
+/**
+ * Turns Ajv's errors into the contract's field errors: one per parameter, the most specific first.
+ * Union noise (anyOf, and the "must be null" branch of nullable members) is dropped when a more
+ * precise error exists for the same value.
+ */
+export function toFieldErrors(validation: ErrorObject[], part: string | undefined): FieldError[] {
+  const prefix = part === 'querystring' || part === 'params' || part === 'body' || part === undefined ? '' : `${part}.`
+  const byParam = new Map<string, FieldError>()
+  const meaningful = validation.filter((e) => e.keyword !== 'anyOf' && e.keyword !== 'propertyNames')
+  for (const error of meaningful) {
+    const base = pointerToParam(error.instancePath)
+    const p = error.params as Record<string, unknown>
+    let field: FieldError
+    if (error.keyword === 'required') {
+      const param = prefix + join(base, String(p.missingProperty))
+      field = { param, code: 'parameter_missing', message: `${param} is required` }
+    } else if (error.keyword === 'additionalProperties') {
+      const param = prefix + join(base, String(p.additionalProperty))
+      field = { param, code: 'parameter_unknown', message: `Received unknown parameter: ${param}` }
+    } else if (error.propertyName !== undefined) {
+      // A key of a map (metadata) broke a rule: name the key, describe the rule for keys.
+      const param = prefix + join(base, error.propertyName)
+      field = { param, code: 'parameter_invalid', message: describe(`${prefix + base} keys`, error) }
+    } else {
+      const isNullBranch = error.keyword === 'type' && p.type === 'null'
+      const param = prefix + base
+      if (isNullBranch && meaningful.some((o) => o !== error && pointerToParam(o.instancePath).startsWith(base))) continue
+      field = { param, code: 'parameter_invalid', message: describe(param, error) }
+    }
+    if (!byParam.has(field.param)) byParam.set(field.param, field)
+  }
+  const fields = [...byParam.values()]
+  return fields.length > 0 ? fields : [{ param: prefix, code: 'parameter_invalid', message: 'Request is invalid' }]
+}

@@ -1,0 +1,24 @@
+import { randomInt } from 'node:crypto'
+import { monotonicFactory } from 'ulid'
+
+/**
+ * Object ids: a type prefix plus a ULID (48-bit millisecond time, 80 random bits).
+ * The monotonic factory keeps ids created in the same millisecond in creation order,
+ * so "newest first" lists break created_at ties the way a user expects.
+ */
+const nextUlid = monotonicFactory()
+
+export type IdPrefix = 'acct' | 'key' | 'wish' | 'mdt' | 'pay' | 're' | 'evt' | 'we' | 'req'
+
+export function newId(prefix: IdPrefix, at: Date = new Date()): string {
+  return `${prefix}_${nextUlid(at.getTime()).toLowerCase()}`
+}
+
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
+
+/** Uniformly random base62 text from the CSPRNG (randomInt avoids modulo bias). */
+export function randomBase62(length: number): string {
+  let out = ''
+  for (let i = 0; i < length; i++) out += BASE62[randomInt(62)]
+  return out
+}

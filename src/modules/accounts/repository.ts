@@ -1,0 +1,60 @@
+import type { Executor } from '../../db/database.js'
+import type { Scope } from './keys.js'
+
+export interface NewApiKeyRow {
+  id: string
+  account_id: string
+  scope: Scope
+  key_hash: string
+  display_prefix: string
+  created_at: string
+}
+
+export function findAccountByName(db: Executor, name: string) {
+  return db.selectFrom('accounts').selectAll().where('name', '=', name).executeTakeFirst()
+}
+
+export async function insertAccount(db: Executor, row: { id: string, name: string, created_at: string }) {
+  await db.insertInto('accounts').values(row).execute()
+}
+
+export async function countAccounts(db: Executor): Promise<number> {
+  const row = await db.selectFrom('accounts').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
+  return Number(row.n)
+}
+
+export async function insertApiKey(db: Executor, row: NewApiKeyRow) {
+  await db.insertInto('api_keys').values({ ...row, revoked_at: null }).execute()
+}
+
+/** The live key with this hash, with its account. */
+export function findActiveKeyByHash(db: Executor, keyHash: string) {
+  return db.selectFrom('api_keys')
+    .select(['id', 'account_id', 'scope'])
+    .where('key_hash', '=', keyHash)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst()
+}
+
+export function listKeys(db: Executor, accountName?: string) {
+  let query = db.selectFrom('api_keys')
+    .innerJoin('accounts', 'accounts.id', 'api_keys.account_id')
+    .select([
+      'api_keys.id', 'api_keys.account_id', 'accounts.name as account_name', 'api_keys.scope',
+      'api_keys.display_prefix', 'api_keys.created_at', 'api_keys.revoked_at',
+    ])
+    .orderBy('api_keys.created_at', 'desc').orderBy('api_keys.id', 'desc')
+  if (accountName !== undefined) query = query.where('accounts.name', '=', accountName)
+  return query.execute()
+}
+
+/** Revokes a live key; returns false when there is no such key or it was already revoked. */
+export async function revokeKey(db: Executor, id: string, at: string): Promise<boolean> {
+  const result = await db.updateTable('api_keys').set({ revoked_at: at })
+    .where('id', '=', id).where('revoked_at', 'is', null).executeTakeFirst()
+  return Number(result.numUpdatedRows) > 0
+}
+
+export function findKeyById(db: Executor, id: string) {
+  return db.selectFrom('api_keys').select(['id', 'revoked_at']).where('id', '=', id).executeTakeFirst()
+}

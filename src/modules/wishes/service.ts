@@ -1,0 +1,193 @@
+import type { Config } from '../../config.js'
+import type { Database } from '../../db/database.js'
+import { errors } from '../../http/errors.js'
+import { type MetadataValue, pageOf } from '../../http/schemas.js'
+import { type Clock, toTimestamp } from '../../lib/clock.js'
+import { fitsMinorUnit, normalizeCurrency } from '../../lib/currency.js'
+import { newId } from '../../lib/ids.js'
+import type { RequestContext } from '../../lib/request-context.js'
+import { recordEvent } from '../events/outbox.js'
+import * as repo from './repository.js'
+import type { CreateWishInput, ListWishesInput, UpdateWishInput, Wish } from './schemas.js'
+import { allowedTransitions, canTransition, effectiveStatus, isTerminal, type WishStatus } from './transitions.js'
+
+export interface WishServiceDeps {
+  db: Database
+  clock: Clock
+  config: Pick<Config, 'defaultProtocol'>
+}
+
+type Metadata = Record<string, MetadataValue>
+type BudgetInput = { max?: number | undefined, currency?: string | undefined } | null | undefined
+
+function toWish(row: repo.WishRow, now: string): Wish {
+  return {
+    id: row.id,
+    status: effectiveStatus(row.status as WishStatus, row.expires_at, now),
+    query: row.query,
+    budget: row.budget_currency === null ? null : { max: row.budget_max, currency: row.budget_currency },
+    protocol: row.protocol as Wish['protocol'],
+    category: row.category,
+    metadata: JSON.parse(row.metadata) as Metadata,
+    expires_at: row.expires_at,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  }
+}
+
+/** Validates a budget and returns its stored columns; null or absent clears it. */
+function budgetColumns(budget: BudgetInput): Pick<repo.WishRow, 'budget_max' | 'budget_currency'> {
+  if (budget === null || budget === undefined) return { budget_max: null, budget_currency: null }
+  const currency = normalizeCurrency(budget.currency ?? 'USD')
+  if (!currency) throw errors.parameterInvalid('budget.currency', 'budget.currency must be an ISO 4217 currency code')
+  if (budget.max !== undefined && !fitsMinorUnit(budget.max, currency)) {
+    throw errors.parameterInvalid('budget.max', `budget.max has more decimal places than ${currency} allows`)
+  }
+  return { budget_max: budget.max ?? null, budget_currency: currency }
+}
+
+function futureTimestamp(value: string | null | undefined, now: Date): string | null {
+  if (value === null || value === undefined) return null
+  const at = new Date(value)
+  if (Number.isNaN(at.getTime()) || at.getUTCFullYear() > 9999) {
+    throw errors.parameterInvalid('expires_at', 'expires_at must be a valid ISO 8601 timestamp')
+  }
+  if (at <= now) throw errors.parameterInvalid('expires_at', 'expires_at must be in the future')
+  return toTimestamp(at)
+}
+
+/** Merges a metadata patch: keys set to null are removed; a null patch clears everything. */
+function mergeMetadata(current: Metadata, patch: Record<string, MetadataValue | null> | null): Metadata {
+  if (patch === null) return {}
+  const merged = new Map(Object.entries(current))
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) merged.delete(key)
+    else merged.set(key, value)
+  }
+  if (merged.size > 50) throw errors.parameterInvalid('metadata', 'metadata may have at most 50 keys')
+  // fromEntries defines own properties, so a key like "__proto__" can never reach a prototype.
+  return Object.fromEntries(merged)
+}
+
+function sameMetadata(a: Metadata, b: Metadata): boolean {
+  const keys = Object.keys(a)
+  return keys.length === Object.keys(b).length && keys.every((k) => Object.hasOwn(b, k) && a[k] === b[k])
+}
+
+export function createWishService(deps: WishServiceDeps) {
+  const { db, clock, config } = deps
+
+  return {
+    async create(ctx: RequestContext, input: CreateWishInput): Promise<Wish> {
+      const now = clock.now()
+      const stamp = toTimestamp(now)
+      const query = input.query.trim()
+      const protocol = !input.protocol || input.protocol === 'auto' ? config.defaultProtocol : input.protocol
+      const row: repo.WishRow = {
+        id: newId('wish', now),
+        account_id: ctx.accountId,
+        status: 'active',
+        query,
+        ...budgetColumns(input.budget),
+        protocol,
+        category: input.category ?? null,
+        metadata: JSON.stringify(mergeMetadata({}, input.metadata ?? {})),
+        expires_at: futureTimestamp(input.expires_at, now),
+        created_at: stamp,
+        updated_at: stamp,
+      }
+      const wish = toWish(row, stamp)
+      await db.kysely.transaction().execute(async (trx) => {
+        await repo.insertWish(trx, row)
+        await recordEvent(trx, { accountId: ctx.accountId, type: 'wish.created', object: wish, requestId: ctx.requestId, createdAt: stamp })
+      })
+      return wish
+    },
+
+    async get(ctx: RequestContext, id: string): Promise<Wish> {
+      const row = await repo.findWish(db.kysely, ctx.accountId, id)
+      if (!row) throw errors.resourceMissing('wish', id)
+      return toWish(row, toTimestamp(clock.now()))
+    },
+
+    async list(ctx: RequestContext, input: ListWishesInput) {
+      const now = toTimestamp(clock.now())
+      const filter = { accountId: ctx.accountId, status: input.status, now }
+      const page = pageOf(input)
+      const [rows, total] = await Promise.all([repo.listWishes(db.kysely, filter, page), repo.countWishes(db.kysely, filter)])
+      return { data: rows.map((row) => toWish(row, now)), meta: { total, ...page } }
+    },
+
+    /**
+     * Partial update. Only members that actually change count: an unchanged wish keeps its
+     * updated_at and writes no event. Terminal wishes accept metadata changes only.
+     */
+    async update(ctx: RequestContext, id: string, input: UpdateWishInput): Promise<Wish> {
+      const nowDate = clock.now()
+      const now = toTimestamp(nowDate)
+      // Validate everything that does not depend on the stored wish before taking a lock.
+      const query = input.query?.trim()
+      const budget = input.budget !== undefined ? budgetColumns(input.budget) : undefined
+      const expiresAt = input.expires_at !== undefined ? futureTimestamp(input.expires_at, nowDate) : undefined
+
+      return db.kysely.transaction().execute(async (trx) => {
+        const row = await repo.findWishForUpdate(trx, db.dialect, ctx.accountId, id)
+        if (!row) throw errors.resourceMissing('wish', id)
+        const current = effectiveStatus(row.status as WishStatus, row.expires_at, now)
+        const changes: repo.WishChanges = {}
+
+        if (query !== undefined && query !== row.query) changes.query = query
+        if (budget !== undefined && (budget.budget_max !== row.budget_max || budget.budget_currency !== row.budget_currency)) {
+          Object.assign(changes, budget)
+        }
+        if (input.category !== undefined && input.category !== row.category) changes.category = input.category
+        if (expiresAt !== undefined && expiresAt !== row.expires_at) changes.expires_at = expiresAt
+        if (input.status !== undefined && input.status !== current) {
+          if (!canTransition(current, input.status)) {
+            const allowed = allowedTransitions(current)
+            throw errors.invalidStateTransition(
+              allowed.length === 0
+                ? `The wish is ${current}, a final status: it cannot become ${input.status}`
+                : `A wish that is ${current} can become ${allowed.join(', ')}; not ${input.status}`,
+              'status',
+            )
+          }
+          changes.status = input.status
+        }
+        if (isTerminal(current) && changes.status === undefined) {
+          const blocked = Object.keys(changes)[0]
+          if (blocked !== undefined) {
+            throw errors.invalidStateTransition(`The wish is ${current}: only metadata can change`, blocked.startsWith('budget') ? 'budget' : blocked)
+          }
+        }
+        if (input.metadata !== undefined) {
+          const stored = JSON.parse(row.metadata) as Metadata
+          const merged = mergeMetadata(stored, input.metadata)
+          if (!sameMetadata(stored, merged)) changes.metadata = JSON.stringify(merged)
+        }
+
+        if (Object.keys(changes).length === 0) return toWish(row, now)
+        // A wish that lapsed on its own has its expiry stored along with whatever else changes.
+        if (changes.status === undefined && current !== row.status) changes.status = current
+        changes.updated_at = now
+        const updated = { ...row, ...changes }
+        const wish = toWish(updated, now)
+        await repo.updateWish(trx, ctx.accountId, id, changes)
+        await recordEvent(trx, { accountId: ctx.accountId, type: 'wish.updated', object: wish, requestId: ctx.requestId, createdAt: now })
+        return wish
+      })
+    },
+
+    async remove(ctx: RequestContext, id: string): Promise<void> {
+      const now = toTimestamp(clock.now())
+      await db.kysely.transaction().execute(async (trx) => {
+        const row = await repo.findWishForUpdate(trx, db.dialect, ctx.accountId, id)
+        if (!row) throw errors.resourceMissing('wish', id)
+        await repo.deleteWish(trx, ctx.accountId, id)
+        await recordEvent(trx, { accountId: ctx.accountId, type: 'wish.deleted', object: toWish(row, now), requestId: ctx.requestId, createdAt: now })
+      })
+    },
+  }
+}
+
+export type WishService = ReturnType<typeof createWishService>

@@ -1,0 +1,94 @@
+import type { FastifyInstance, InjectOptions } from 'fastify'
+import { buildApp } from '../../src/app.js'
+import { type Config, loadConfig } from '../../src/config.js'
+import { migrateToLatest } from '../../src/db/migrate.js'
+import { randomBase62 } from '../../src/lib/ids.js'
+import { createAccountService } from '../../src/modules/accounts/service.js'
+import { TestClock } from './clock.js'
+import type { StoreKind, TestStore } from './stores.js'
+
+export interface Response {
+  status: number
+  headers: Record<string, string | string[] | number | undefined>
+  /** Parsed JSON body, or undefined when there is none. */
+  body: any
+  raw: string
+}
+
+export interface TestAccount {
+  id: string
+  /** A write (sk_) key and a read (rk_) key of this account. */
+  key: string
+  readKey: string
+  keyId: string
+  /** An authenticated JSON request as this account (write key unless `key` is given). */
+  request(method: InjectOptions['method'], url: string, body?: unknown, options?: { key?: string | null, headers?: Record<string, string> }): Promise<Response>
+}
+
+export interface TestApp {
+  store: TestStore
+  app: FastifyInstance
+  clock: TestClock
+  config: Config
+  /** A new account with its own keys: each test makes its own. */
+  account(): Promise<TestAccount>
+  inject(options: InjectOptions): Promise<Response>
+  close(): Promise<void>
+}
+
+function toResponse(res: { statusCode: number, headers: Response['headers'], payload: string }): Response {
+  let body: unknown
+  try {
+    body = res.payload === '' ? undefined : JSON.parse(res.payload)
+  } catch {
+    body = undefined
+  }
+  return { status: res.statusCode, headers: res.headers, body, raw: res.payload }
+}
+
+/** Opens a new store of this kind, migrates it and builds the app around it. */
+export async function startTestApp(kind: StoreKind, env: Record<string, string> = {}): Promise<TestApp> {
+  const store = await kind.open()
+  await migrateToLatest(store.db)
+  const clock = new TestClock()
+  const config = loadConfig({ ...env })
+  const app = await buildApp({ config, db: store.db, clock })
+  const accounts = createAccountService({ db: store.db, clock })
+
+  const inject = async (options: InjectOptions) => toResponse(await app.inject(options))
+
+  return {
+    store,
+    app,
+    clock,
+    config,
+    inject,
+    async account() {
+      const name = `test-${randomBase62(12)}`
+      const write = await accounts.createKey(name, 'write')
+      const read = await accounts.createKey(name, 'read')
+      return {
+        id: write.account_id,
+        key: write.key,
+        readKey: read.key,
+        keyId: write.id,
+        request(method, url, body, options = {}) {
+          const key = options.key === undefined ? write.key : options.key
+          const headers: Record<string, string> = { ...options.headers }
+          if (key !== null) headers.authorization = `Bearer ${key}`
+          if (body !== undefined && headers['content-type'] === undefined) headers['content-type'] = 'application/json'
+          return inject({
+            method,
+            url,
+            headers,
+            ...(body !== undefined ? { payload: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
+          })
+        },
+      }
+    },
+    async close() {
+      await app.close()
+      await store.close()
+    },
+  }
+}
