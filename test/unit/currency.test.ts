@@ -1,0 +1,27 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { currencyExponent, fitsMinorUnit, normalizeCurrency, toMinorUnits } from '../../src/lib/currency.js'
+
+test('codes are accepted in any case and returned upper-case; unknown codes are refused', () => {
+  assert.equal(normalizeCurrency('usd'), 'USD')
+  assert.equal(normalizeCurrency('Eur'), 'EUR')
+  assert.equal(normalizeCurrency('XYZ'), undefined)
+  assert.equal(normalizeCurrency('US'), undefined)
+})
+
+test('minor-unit exponents follow ISO 4217', () => {
+  assert.equal(currencyExponent('USD'), 2)
+  assert.equal(currencyExponent('JPY'), 0)
+  assert.equal(currencyExponent('KWD'), 3)
+})
+
+test('major to minor units, and whether an amount fits the minor unit', () => {
+  assert.equal(toMinorUnits(199.99, 'USD'), 19999)
+  assert.equal(toMinorUnits(0.1 + 0.2, 'USD'), 30)
+  assert.equal(toMinorUnits(500, 'JPY'), 500)
+  assert.equal(toMinorUnits(1.5, 'KWD'), 1500)
+  assert.equal(fitsMinorUnit(199.99, 'USD'), true)
+  assert.equal(fitsMinorUnit(199.999, 'USD'), false)
+  assert.equal(fitsMinorUnit(1.5, 'JPY'), false)
+  assert.equal(fitsMinorUnit(1.234, 'KWD'), true)
+})
