@@ -4,6 +4,7 @@ import type { Config } from './config.js'
 import type { Database } from './db/database.js'
 import { authenticate } from './http/auth.js'
 import { BODY_LIMIT_BYTES, registerErrorHandling } from './http/error-handler.js'
+import { registerJsonParser } from './http/json-parser.js'
 import { registerOpenApi } from './http/openapi.js'
 import { registerRequestContext } from './http/request-context.js'
 import { ErrorResponse } from './http/schemas.js'
@@ -34,14 +35,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // Fastify's own two lines per request are replaced by one line of ours (request-context.ts).
     logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT_BYTES,
-    onProtoPoisoning: 'error',
-    onConstructorPoisoning: 'error',
     return503OnClosing: true,
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   registerValidators(app)
   // JSON only: any other media type, text/plain included, is a 415.
-  app.removeContentTypeParser('text/plain')
+  registerJsonParser(app)
   // A POST or PUT with no body at all is validated as {} so the answer names the missing members.
   app.addHook('preValidation', async (request) => {
     if (request.body === undefined && (request.method === 'POST' || request.method === 'PUT')) request.body = {}

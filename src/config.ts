@@ -72,8 +72,7 @@ function url(protocols: string[]): Parser<string> {
 }
 
 function text(raw: string): string {
-  if (raw.trim() === '') throw new Error('must not be empty')
-  return raw
+  return raw.trim()
 }
 
 /**
@@ -84,7 +83,8 @@ export function loadConfig(env: Env = process.env): Config {
   const problems: string[] = []
   function read<T>(name: string, parse: Parser<T>, fallback: T): T {
     const raw = env[name]
-    if (raw === undefined || (raw === '' && fallback !== undefined)) return fallback
+    // An empty variable counts as unset, as container tooling often writes `NAME=`.
+    if (raw === undefined || raw.trim() === '') return fallback
     try {
       return parse(raw)
     } catch (error) {

@@ -13,10 +13,6 @@ export function toAppError(error: unknown): AppError {
   switch (e.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE': return errors.unsupportedMediaType(undefined)
     case 'FST_ERR_CTP_BODY_TOO_LARGE': return errors.payloadTooLarge(BODY_LIMIT_BYTES)
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY': return errors.invalidJson('Request body is empty but Content-Type is application/json')
-    // Fastify's parser refuses bad JSON and prototype-poisoning keys with the same error.
-    case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return errors.invalidJson('Request body is not valid JSON, or it holds a forbidden __proto__ or constructor.prototype key')
   }
   if (isDatabaseUnavailable(error)) return errors.serviceUnavailable()
   if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {

@@ -48,6 +48,20 @@ export class AppError extends Error {
   }
 }
 
+/**
+ * Gathers the field errors found beyond the schema (checks that need another field, the clock or
+ * the database), so that one answer lists every failed parameter.
+ */
+export class FieldErrors {
+  private readonly list: FieldError[] = []
+  invalid(param: string, message: string): void {
+    this.list.push({ param, code: 'parameter_invalid', message })
+  }
+  throwIfAny(): void {
+    if (this.list.length > 0) throw errors.validation(this.list)
+  }
+}
+
 const invalid = (code: string, message: string, param?: string, errors?: FieldError[]) =>
   new AppError({ status: 400, type: 'invalid_request_error', code, message, param, errors })
 

@@ -49,7 +49,13 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       description: 'OpenAPI 3.1, generated from the route schemas.',
       tags: ['System'],
       security: [],
-      response: { 200: Type.Object({}, { additionalProperties: true, description: 'The OpenAPI document' }) },
+      response: {
+        200: Type.Object({}, {
+          additionalProperties: true,
+          description: 'The OpenAPI document',
+          examples: [{ openapi: '3.1.0', info: { title: 'Wishpay API', version: API_VERSION }, paths: {} }],
+        }),
+      },
     },
   }, async () => app.swagger())
 }

@@ -13,12 +13,12 @@ export const Timestamp = Type.String({
   examples: ['2026-11-22T10:00:00.000Z'],
 })
 
-/** Metadata: <= 50 keys, keys 1..40 characters, string values <= 500 characters. */
-const MetadataValue = Type.Union([Type.String({ maxLength: 500 }), Type.Number(), Type.Boolean()])
+/** Metadata: <= 50 keys, keys 1..40 characters, string values <= 500 characters (as Stripe's). */
+const MetadataValue = Type.String({ maxLength: 500 })
 export const Metadata = Type.Record(Type.String(), MetadataValue, {
   maxProperties: 50,
   propertyNames: { minLength: 1, maxLength: 40 },
-  description: 'Your own key-value pairs: up to 50 keys of at most 40 characters; string values up to 500 characters.',
+  description: 'Your own key-value pairs: up to 50 keys of at most 40 characters, string values of at most 500 characters.',
   examples: [{ order_ref: 'A-1001' }],
 })
 /** On update a key set to null is removed. */

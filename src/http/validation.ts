@@ -1,6 +1,7 @@
 import { Ajv, type ErrorObject, type Options } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { FastifyInstance, FastifySchema } from 'fastify'
+import { normalizeCurrency } from '../lib/currency.js'
 import type { FieldError } from './errors.js'
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv
@@ -13,6 +14,11 @@ const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv
 const common: Options = { allErrors: true, removeAdditional: false, useDefaults: true, strict: false, ownProperties: true }
 const bodyAjv = addFormats(new Ajv({ ...common, coerceTypes: false }))
 const textAjv = addFormats(new Ajv({ ...common, coerceTypes: true }))
+// `format: currency`: an ISO 4217 code in any case, checked with the schema so that its error is
+// reported together with every other field's.
+for (const ajv of [bodyAjv, textAjv]) {
+  ajv.addFormat('currency', { type: 'string', validate: (code: string) => normalizeCurrency(code) !== undefined })
+}
 
 export function registerValidators(app: FastifyInstance): void {
   app.setValidatorCompiler(({ schema, httpPart }) =>
@@ -43,7 +49,9 @@ function describe(param: string, error: ErrorObject): string {
     case 'maxProperties':
       return `${subject} may have at most ${String(p.limit)} keys`
     case 'format':
-      return `${subject} must be a valid ${String(p.format)}`
+      return p.format === 'currency'
+        ? `${subject} must be an ISO 4217 currency code`
+        : `${subject} must be a valid ${String(p.format)}`
     default:
       return `${subject} ${error.message ?? 'is invalid'}`
   }

@@ -49,7 +49,12 @@ function toResponse(res: { statusCode: number, headers: Response['headers'], pay
 /** Opens a new store of this kind, migrates it and builds the app around it. */
 export async function startTestApp(kind: StoreKind, env: Record<string, string> = {}): Promise<TestApp> {
   const store = await kind.open()
-  await migrateToLatest(store.db)
+  try {
+    await migrateToLatest(store.db)
+  } catch (error) {
+    await store.close()
+    throw error
+  }
   const clock = new TestClock()
   const config = loadConfig({ ...env })
   const app = await buildApp({ config, db: store.db, clock })

@@ -51,3 +51,11 @@ test('every bad variable is named, one line each', () => {
     assert.throws(() => loadConfig({ [name!]: value }), new RegExp(`Invalid configuration: ${name} `))
   }
 })
+
+test('an empty variable counts as unset', () => {
+  const config = loadConfig({ DATABASE_URL: '', PORT: ' ', METRICS_TOKEN: '', DEFAULT_PROTOCOL: '' })
+  assert.equal(config.databaseUrl, undefined)
+  assert.equal(config.port, 3000)
+  assert.equal(config.metricsToken, undefined)
+  assert.equal(config.defaultProtocol, 'ap2')
+})

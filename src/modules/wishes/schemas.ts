@@ -3,7 +3,7 @@ import { IdParams, ListMeta, Metadata, MetadataPatch, Nullable, PageQuery, Strin
 import { WISH_STATUSES } from './transitions.js'
 
 const CurrencyCode = Type.String({
-  pattern: '^[A-Za-z]{3}$',
+  format: 'currency',
   description: 'ISO 4217 code, any case; returned upper-case. Default USD.',
   examples: ['USD'],
 })

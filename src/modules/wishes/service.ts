@@ -1,6 +1,6 @@
 import type { Config } from '../../config.js'
 import type { Database } from '../../db/database.js'
-import { errors } from '../../http/errors.js'
+import { errors, FieldErrors } from '../../http/errors.js'
 import { type MetadataValue, pageOf } from '../../http/schemas.js'
 import { type Clock, toTimestamp } from '../../lib/clock.js'
 import { fitsMinorUnit, normalizeCurrency } from '../../lib/currency.js'
@@ -35,24 +35,25 @@ function toWish(row: repo.WishRow, now: string): Wish {
   }
 }
 
-/** Validates a budget and returns its stored columns; null or absent clears it. */
-function budgetColumns(budget: BudgetInput): Pick<repo.WishRow, 'budget_max' | 'budget_currency'> {
+/** Checks a budget and returns its stored columns; null or absent clears it. */
+function budgetColumns(budget: BudgetInput, problems: FieldErrors): Pick<repo.WishRow, 'budget_max' | 'budget_currency'> {
   if (budget === null || budget === undefined) return { budget_max: null, budget_currency: null }
-  const currency = normalizeCurrency(budget.currency ?? 'USD')
-  if (!currency) throw errors.parameterInvalid('budget.currency', 'budget.currency must be an ISO 4217 currency code')
+  // The schema's `format: currency` has already refused unknown codes.
+  const currency = normalizeCurrency(budget.currency ?? 'USD') ?? 'USD'
   if (budget.max !== undefined && !fitsMinorUnit(budget.max, currency)) {
-    throw errors.parameterInvalid('budget.max', `budget.max has more decimal places than ${currency} allows`)
+    problems.invalid('budget.max', `budget.max has more decimal places than ${currency} allows`)
   }
   return { budget_max: budget.max ?? null, budget_currency: currency }
 }
 
-function futureTimestamp(value: string | null | undefined, now: Date): string | null {
+function futureTimestamp(value: string | null | undefined, now: Date, problems: FieldErrors): string | null {
   if (value === null || value === undefined) return null
   const at = new Date(value)
   if (Number.isNaN(at.getTime()) || at.getUTCFullYear() > 9999) {
-    throw errors.parameterInvalid('expires_at', 'expires_at must be a valid ISO 8601 timestamp')
+    problems.invalid('expires_at', 'expires_at must be a valid ISO 8601 timestamp')
+    return null
   }
-  if (at <= now) throw errors.parameterInvalid('expires_at', 'expires_at must be in the future')
+  if (at <= now) problems.invalid('expires_at', 'expires_at must be in the future')
   return toTimestamp(at)
 }
 
@@ -83,19 +84,21 @@ export function createWishService(deps: WishServiceDeps) {
       const stamp = toTimestamp(now)
       const query = input.query.trim()
       const protocol = !input.protocol || input.protocol === 'auto' ? config.defaultProtocol : input.protocol
+      const problems = new FieldErrors()
       const row: repo.WishRow = {
         id: newId('wish', now),
         account_id: ctx.accountId,
         status: 'active',
         query,
-        ...budgetColumns(input.budget),
+        ...budgetColumns(input.budget, problems),
         protocol,
         category: input.category ?? null,
         metadata: JSON.stringify(mergeMetadata({}, input.metadata ?? {})),
-        expires_at: futureTimestamp(input.expires_at, now),
+        expires_at: futureTimestamp(input.expires_at, now, problems),
         created_at: stamp,
         updated_at: stamp,
       }
+      problems.throwIfAny()
       const wish = toWish(row, stamp)
       await db.kysely.transaction().execute(async (trx) => {
         await repo.insertWish(trx, row)
@@ -126,9 +129,11 @@ export function createWishService(deps: WishServiceDeps) {
       const nowDate = clock.now()
       const now = toTimestamp(nowDate)
       // Validate everything that does not depend on the stored wish before taking a lock.
+      const problems = new FieldErrors()
       const query = input.query?.trim()
-      const budget = input.budget !== undefined ? budgetColumns(input.budget) : undefined
-      const expiresAt = input.expires_at !== undefined ? futureTimestamp(input.expires_at, nowDate) : undefined
+      const budget = input.budget !== undefined ? budgetColumns(input.budget, problems) : undefined
+      const expiresAt = input.expires_at !== undefined ? futureTimestamp(input.expires_at, nowDate, problems) : undefined
+      problems.throwIfAny()
 
       return db.kysely.transaction().execute(async (trx) => {
         const row = await repo.findWishForUpdate(trx, db.dialect, ctx.accountId, id)
