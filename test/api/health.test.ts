@@ -1,38 +1,10 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import type { FastifyInstance } from 'fastify'
-import { buildApp } from '../../src/app.js'
-import { loadConfig } from '../../src/config.js'
-import { migrateToLatest } from '../../src/db/migrate.js'
-import { systemClock } from '../../src/lib/clock.js'
-import { randomBase62 } from '../../src/lib/ids.js'
-import { createAccountService } from '../../src/modules/accounts/service.js'
-import { startTestApp, type TestApp } from '../helpers/app.js'
-import { type StoreKind, storeKinds } from '../helpers/stores.js'
+import { startAppWithClosedDatabase, startTestApp, type TestApp } from '../helpers/app.js'
+import { storeKinds } from '../helpers/stores.js'
 
 const API_VERSION = '2026-11-01.beta'
 
-/** An app whose database has been closed after an account was made; the caller closes it. */
-async function startAppWithClosedDatabase(kind: StoreKind) {
-  const store = await kind.open()
-  let app: FastifyInstance
-  try {
-    await migrateToLatest(store.db)
-    app = await buildApp({ config: loadConfig({}), db: store.db })
-    await createAccountService({ db: store.db, clock: systemClock }).createKey(`closed-${randomBase62(8)}`, 'write')
-  } catch (error) {
-    await store.close()
-    throw error
-  }
-  await store.db.close()
-  return {
-    app,
-    async close() {
-      await app.close()
-      await store.close()
-    },
-  }
-}
 
 function parse(payload: string): any {
   return JSON.parse(payload)

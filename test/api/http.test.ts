@@ -1,14 +1,9 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import type { FastifyInstance } from 'fastify'
-import { buildApp } from '../../src/app.js'
-import { loadConfig } from '../../src/config.js'
-import { migrateToLatest } from '../../src/db/migrate.js'
-import { systemClock } from '../../src/lib/clock.js'
 import { randomBase62 } from '../../src/lib/ids.js'
 import { createAccountService } from '../../src/modules/accounts/service.js'
-import { startTestApp, type Response, type TestApp } from '../helpers/app.js'
-import { type StoreKind, storeKinds } from '../helpers/stores.js'
+import { startAppWithClosedDatabase, startTestApp, toResponse, type Response, type TestApp } from '../helpers/app.js'
+import { storeKinds } from '../helpers/stores.js'
 
 const API_VERSION = '2026-11-01.beta'
 const MIB = 1024 * 1024
@@ -45,39 +40,7 @@ function assertPrototypeClean(): void {
   assert.equal(Object.prototype.hasOwnProperty.call(Object.prototype, 'polluted'), false)
 }
 
-/** An app whose database has been closed after an account was made; the caller closes it. */
-async function startAppWithClosedDatabase(kind: StoreKind) {
-  const store = await kind.open()
-  let app: FastifyInstance
-  let key: string
-  try {
-    await migrateToLatest(store.db)
-    app = await buildApp({ config: loadConfig({}), db: store.db })
-    key = (await createAccountService({ db: store.db, clock: systemClock }).createKey(`closed-${randomBase62(8)}`, 'write')).key
-  } catch (error) {
-    await store.close()
-    throw error
-  }
-  await store.db.close()
-  return {
-    app,
-    key,
-    async close() {
-      await app.close()
-      await store.close()
-    },
-  }
-}
 
-function toResponse(res: { statusCode: number, headers: Response['headers'], payload: string }): Response {
-  let body: unknown
-  try {
-    body = res.payload === '' ? undefined : JSON.parse(res.payload)
-  } catch {
-    body = undefined
-  }
-  return { status: res.statusCode, headers: res.headers, body, raw: res.payload }
-}
 
 for (const kind of storeKinds()) {
   describe(`http foundation (${kind.name})`, () => {

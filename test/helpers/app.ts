@@ -36,7 +36,7 @@ export interface TestApp {
   close(): Promise<void>
 }
 
-function toResponse(res: { statusCode: number, headers: Response['headers'], payload: string }): Response {
+export function toResponse(res: { statusCode: number, headers: Response['headers'], payload: string }): Response {
   let body: unknown
   try {
     body = res.payload === '' ? undefined : JSON.parse(res.payload)
@@ -91,6 +91,33 @@ export async function startTestApp(kind: StoreKind, env: Record<string, string> 
         },
       }
     },
+    async close() {
+      await app.close()
+      await store.close()
+    },
+  }
+}
+
+/**
+ * An app whose database is closed after one account was made, to see how failures are answered.
+ * Its own store, so the caller's main suite is unaffected; the caller closes it.
+ */
+export async function startAppWithClosedDatabase(kind: StoreKind): Promise<{ app: FastifyInstance, key: string, close(): Promise<void> }> {
+  const store = await kind.open()
+  let app: FastifyInstance
+  let key: string
+  try {
+    await migrateToLatest(store.db)
+    app = await buildApp({ config: loadConfig({}), db: store.db })
+    key = (await createAccountService({ db: store.db, clock: new TestClock() }).createKey(`closed-${randomBase62(8)}`, 'write')).key
+  } catch (error) {
+    await store.close()
+    throw error
+  }
+  await store.db.close()
+  return {
+    app,
+    key,
     async close() {
       await app.close()
       await store.close()
