@@ -9,7 +9,7 @@ export default tseslint.config(
     rules: {
       // Migrations describe the schema at their own point in time, so they take Kysely<any>.
       '@typescript-eslint/no-explicit-any': ['error', { ignoreRestArgs: true }],
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', ignoreRestSiblings: true }],
     },
   },
   {

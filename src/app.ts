@@ -11,11 +11,15 @@ import { ErrorResponse } from './http/schemas.js'
 import { registerValidators } from './http/validation.js'
 import { type Clock, systemClock } from './lib/clock.js'
 import { newId } from './lib/ids.js'
-import { createAccountService } from './modules/accounts/service.js'
+import { registerIdempotency } from './http/idempotency.js'
 import { healthRoutes } from './modules/health/routes.js'
+import { mandateRoutes } from './modules/mandates/routes.js'
+import { MandateSchema } from './modules/mandates/schemas.js'
+import { paymentRoutes } from './modules/payments/routes.js'
+import { PaymentSchema, RefundSchema } from './modules/payments/schemas.js'
 import { WishSchema } from './modules/wishes/schemas.js'
 import { wishRoutes } from './modules/wishes/routes.js'
-import { createWishService } from './modules/wishes/service.js'
+import { createServices, type Services } from './services.js'
 
 export interface AppDeps {
   config: Config
@@ -23,6 +27,8 @@ export interface AppDeps {
   clock?: Clock
   /** A pino logger (the server's); tests leave it out and get a silent app. */
   logger?: FastifyBaseLogger
+  /** Services already built (the server shares them with the job runner); built here if absent. */
+  services?: Services
 }
 
 /** Builds the whole HTTP application around its dependencies. server.ts starts it; tests inject into it. */
@@ -45,19 +51,21 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('preValidation', async (request) => {
     if (request.body === undefined && (request.method === 'POST' || request.method === 'PUT')) request.body = {}
   })
-  app.addSchema(ErrorResponse)
-  app.addSchema(WishSchema)
+  for (const schema of [ErrorResponse, WishSchema, MandateSchema, PaymentSchema, RefundSchema]) app.addSchema(schema)
   registerRequestContext(app)
   registerErrorHandling(app)
   await registerOpenApi(app)
+  // Before any route: it wraps the handlers of routes that declare `config.idempotency`.
+  registerIdempotency(app, { db: deps.db, clock, ttlSeconds: deps.config.idempotencyTtlSeconds })
 
-  const accounts = createAccountService({ db: deps.db, clock })
-  const wishes = createWishService({ db: deps.db, clock, config: deps.config })
+  const services = deps.services ?? createServices({ config: deps.config, db: deps.db, clock })
 
   await app.register(healthRoutes, { db: deps.db })
   await app.register(async (api) => {
-    api.addHook('onRequest', authenticate(accounts))
-    await api.register(wishRoutes, { wishes })
+    api.addHook('onRequest', authenticate(services.accounts))
+    await api.register(wishRoutes, { wishes: services.wishes })
+    await api.register(mandateRoutes, { mandates: services.mandates })
+    await api.register(paymentRoutes, { payments: services.payments })
   })
   return app
 }

@@ -5,11 +5,13 @@ import { migrateToLatest } from './db/migrate.js'
 import { systemClock } from './lib/clock.js'
 import { createAccountService } from './modules/accounts/service.js'
 import type { Scope } from './modules/accounts/keys.js'
-import { serve } from './server.js'
+import { serve, work } from './server.js'
 
 const USAGE = `Usage: wishpay <command>
 
-  serve                                       run the API server (migrates first)
+  serve [--no-jobs]                           run the API server (migrates first) with background
+                                              jobs, unless --no-jobs
+  worker                                      run background jobs only (settlement, expiry, purge)
   migrate                                     apply database migrations
   keys create --account NAME [--scope read|write] [--json]
                                               create an API key (and the account if new)
@@ -82,8 +84,12 @@ async function main(argv: string[]): Promise<void> {
   }
   const config = loadConfig()
   switch (command) {
-    case 'serve':
-      return serve(config)
+    case 'serve': {
+      const { values } = parseArgs({ args, options: { 'no-jobs': { type: 'boolean', default: false } } })
+      return serve(config, { jobs: !values['no-jobs'] })
+    }
+    case 'worker':
+      return work(config)
     case 'migrate': {
       const db = openConfiguredDatabase(config)
       try {

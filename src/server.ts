@@ -1,40 +1,71 @@
+import type { Logger } from 'pino'
 import { buildApp } from './app.js'
 import type { Config } from './config.js'
-import { openConfiguredDatabase } from './db/database.js'
+import { type Database, openConfiguredDatabase } from './db/database.js'
 import { migrateToLatest } from './db/migrate.js'
+import { createBackgroundWork } from './jobs/index.js'
 import { systemClock } from './lib/clock.js'
 import { createLogger } from './logger.js'
 import { developmentKeyBanner, ensureDevelopmentKey } from './modules/accounts/bootstrap.js'
-import { createAccountService } from './modules/accounts/service.js'
+import { createServices } from './services.js'
 
-/** Process entry for `wishpay serve`: migrate, bootstrap, listen, and shut down cleanly on a signal. */
-export async function serve(config: Config): Promise<void> {
-  const logger = createLogger(config)
+async function openAndMigrate(config: Config, logger: Logger): Promise<Database> {
   const db = openConfiguredDatabase(config)
   const applied = await migrateToLatest(db)
   if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated')
+  return db
+}
 
-  const created = await ensureDevelopmentKey(config, createAccountService({ db, clock: systemClock }))
-  const app = await buildApp({ config, db, logger })
+/** Runs `stop` once on SIGTERM or SIGINT, then exits 0 (1 if stopping failed). */
+function onSignal(logger: Logger, stop: () => Promise<void>): void {
+  let stopping = false
+  const handle = (signal: string) => {
+    if (stopping) return
+    stopping = true
+    logger.info({ signal }, 'shutting down')
+    stop().then(() => process.exit(0), (error: unknown) => {
+      logger.error({ err: error }, 'shutdown failed')
+      process.exit(1)
+    })
+  }
+  process.once('SIGTERM', () => handle('SIGTERM'))
+  process.once('SIGINT', () => handle('SIGINT'))
+}
+
+/** `wishpay serve`: migrate, bootstrap, listen, run background jobs (unless told not to), stop cleanly. */
+export async function serve(config: Config, options: { jobs: boolean } = { jobs: true }): Promise<void> {
+  const logger = createLogger(config)
+  const db = await openAndMigrate(config, logger)
+  const clock = systemClock
+  const services = createServices({ config, db, clock })
+  const created = await ensureDevelopmentKey(config, services.accounts)
+  const app = await buildApp({ config, db, clock, logger, services })
+  const jobs = options.jobs ? createBackgroundWork({ db, clock, logger, payments: services.payments }) : undefined
+
   const address = await app.listen({ port: config.port, host: config.host })
-  logger.info({ address, store: db.dialect }, 'wishpay listening')
+  jobs?.start()
+  logger.info({ address, store: db.dialect, jobs: options.jobs }, 'wishpay listening')
   // Straight to the terminal, never through the logger: logs must not hold keys.
   if (created) process.stdout.write(developmentKeyBanner(created, address.replace('0.0.0.0', '127.0.0.1')))
 
-  let closing = false
-  const shutdown = async (signal: string) => {
-    if (closing) return
-    closing = true
-    logger.info({ signal }, 'shutting down')
-    try {
-      await app.close()
-      await db.close()
-      process.exit(0)
-    } catch (error) {
-      logger.error({ err: error }, 'shutdown failed')
-      process.exit(1)
-    }
-  }
-  process.once('SIGTERM', () => void shutdown('SIGTERM'))
-  process.once('SIGINT', () => void shutdown('SIGINT'))
+  onSignal(logger, async () => {
+    await app.close()
+    await jobs?.stop()
+    await db.close()
+  })
+}
+
+/** `wishpay worker`: background jobs only, for deployments that separate them from the API. */
+export async function work(config: Config): Promise<void> {
+  const logger = createLogger(config)
+  const db = await openAndMigrate(config, logger)
+  const clock = systemClock
+  const services = createServices({ config, db, clock })
+  const jobs = createBackgroundWork({ db, clock, logger, payments: services.payments })
+  jobs.start()
+  logger.info({ store: db.dialect }, 'wishpay worker running')
+  onSignal(logger, async () => {
+    await jobs.stop()
+    await db.close()
+  })
 }

@@ -43,9 +43,89 @@ export interface EventsTable {
   created_at: string
 }
 
+export interface IdempotencyKeysTable {
+  account_id: string
+  idempotency_key: string
+  fingerprint: string
+  response_status: number
+  /** The exact bytes of the first response, replayed as they are. */
+  response_body: string
+  created_at: string
+  expires_at: string
+}
+
+/** Money columns are integer minor units (bigint in PostgreSQL, parsed to numbers). */
+export interface MandatesTable {
+  id: string
+  account_id: string
+  protocol: string
+  /** Stored status; an active mandate past expires_at reads expired. */
+  status: string
+  wish_id: string | null
+  currency: string
+  max_amount: number
+  budget_amount: number
+  /** What succeeded and in-flight payments hold of the budget. */
+  amount_used: number
+  usage: string
+  /** Succeeded and in-flight payments. */
+  uses_count: number
+  expires_at: string
+  not_before: string | null
+  metadata: string
+  created_at: string
+  updated_at: string
+  revoked_at: string | null
+}
+
+export interface PaymentsTable {
+  id: string
+  account_id: string
+  mandate_id: string
+  wish_id: string | null
+  amount: number
+  currency: string
+  status: string
+  protocol_type: string
+  payment_method: string
+  amount_refunded: number
+  failure_code: string | null
+  failure_message: string | null
+  metadata: string
+  created_at: string
+  updated_at: string
+}
+
+export interface RefundsTable {
+  id: string
+  account_id: string
+  payment_id: string
+  amount: number
+  reason: string | null
+  status: string
+  created_at: string
+}
+
+export interface JobsTable {
+  id: string
+  type: string
+  payload: string
+  run_at: string
+  attempts: number
+  /** Set while a process works on the job; an expired lease makes it claimable again. */
+  locked_until: string | null
+  last_error: string | null
+  created_at: string
+}
+
 export interface DatabaseSchema {
   accounts: AccountsTable
   api_keys: ApiKeysTable
   wishes: WishesTable
   events: EventsTable
+  idempotency_keys: IdempotencyKeysTable
+  mandates: MandatesTable
+  payments: PaymentsTable
+  refunds: RefundsTable
+  jobs: JobsTable
 }

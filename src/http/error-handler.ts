@@ -21,17 +21,22 @@ export function toAppError(error: unknown): AppError {
   return errors.internal()
 }
 
-function render(error: AppError, request: FastifyRequest, reply: FastifyReply) {
-  return reply.status(error.status).headers(error.headers).send({
+/** The contract's error envelope. */
+export function errorBody(error: AppError, requestId: string) {
+  return {
     error: {
       type: error.type,
       code: error.code,
       message: error.message,
       ...(error.param !== undefined ? { param: error.param } : {}),
       ...(error.errors !== undefined ? { errors: error.errors } : {}),
-      request_id: request.id,
+      request_id: requestId,
     },
-  })
+  }
+}
+
+function render(error: AppError, request: FastifyRequest, reply: FastifyReply) {
+  return reply.status(error.status).headers(error.headers).send(errorBody(error, request.id))
 }
 
 /** One error handler for every route and one not-found handler, both rendering the envelope. */

@@ -109,6 +109,30 @@ export const errors = {
     code: 'route_not_found',
     message: `Unrecognized request URL (${method}: ${url})`,
   }),
+  idempotencyKeyMissing: () =>
+    invalid('parameter_missing', 'idempotency_key is required: send it in the body or as the Idempotency-Key header', 'idempotency_key',
+      [{ param: 'idempotency_key', code: 'parameter_missing', message: 'idempotency_key is required' }]),
+  idempotencyKeyMismatch: () =>
+    invalid('idempotency_key_mismatch', 'The Idempotency-Key header and the idempotency_key body member differ', 'idempotency_key'),
+  idempotencyKeyInUse: (retryAfterSeconds = 1) => new AppError({
+    status: 409,
+    type: 'conflict_error',
+    code: 'idempotency_key_in_use',
+    message: 'A request with this idempotency key is still being processed; retry after Retry-After seconds',
+    param: 'idempotency_key',
+    headers: { 'Retry-After': String(retryAfterSeconds) },
+  }),
+  idempotencyKeyReused: () => new AppError({
+    status: 422,
+    type: 'idempotency_error',
+    code: 'idempotency_key_reused',
+    message: 'This idempotency key was already used with a different request; use a new key for a new request',
+    param: 'idempotency_key',
+  }),
+  /** A mandate or payment rule refused the operation (contract section 6). */
+  payment: (code: string, message: string, param?: string) => new AppError({
+    status: 422, type: 'payment_error', code, message, param,
+  }),
   invalidStateTransition: (message: string, param?: string) => new AppError({
     status: 409, type: 'conflict_error', code: 'invalid_state_transition', message, param,
   }),

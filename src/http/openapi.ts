@@ -28,6 +28,8 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       servers: [{ url: 'http://127.0.0.1:3000', description: 'Local server started by npm start' }],
       tags: [
         { name: 'Wishes', description: 'Natural-language descriptions of what to obtain' },
+        { name: 'Mandates', description: 'Bounded authority for an agent to spend' },
+        { name: 'Payments', description: 'Payments against a mandate, and their refunds' },
         { name: 'System', description: 'Health, readiness and this description; no authentication' },
       ],
       components: {

@@ -29,6 +29,14 @@ export const MetadataPatch = Type.Record(Type.String(), Nullable(MetadataValue),
 })
 export type MetadataValue = Static<typeof MetadataValue>
 
+/** Accepted in the body of every POST; the Idempotency-Key header is the other way to send it. */
+export const IdempotencyKeyField = Type.Optional(Type.String({
+  minLength: 1,
+  maxLength: 255,
+  pattern: '^[\\x20-\\x7E]+$',
+  description: 'Makes the request safe to retry: 1..255 printable ASCII characters, kept 24 hours. Same as the Idempotency-Key header.',
+}))
+
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 255 }) }, { additionalProperties: false })
 
 export const DEFAULT_PAGE = { limit: 10, offset: 0 } as const
@@ -85,7 +93,8 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   401: 'Missing (authentication_required) or invalid (invalid_api_key) API key',
   403: 'The key may not do this (insufficient_scope)',
   404: 'No such object in your account (resource_missing)',
-  409: 'The object is not in a state that allows this (invalid_state_transition)',
+  409: 'Conflict: invalid_state_transition, or idempotency_key_in_use (retry after Retry-After seconds)',
+  422: 'Refused: idempotency_key_reused (idempotency_error), or a mandate or payment rule (payment_error)',
   413: 'Request body over 1 MiB (payload_too_large)',
   415: 'Content-Type is not application/json (unsupported_media_type)',
   500: 'Internal error (internal_error)',

@@ -3,7 +3,10 @@ import { buildApp } from '../../src/app.js'
 import { type Config, loadConfig } from '../../src/config.js'
 import { migrateToLatest } from '../../src/db/migrate.js'
 import { randomBase62 } from '../../src/lib/ids.js'
+import { createBackgroundWork } from '../../src/jobs/index.js'
+import type { JobRunner } from '../../src/jobs/runner.js'
 import { createAccountService } from '../../src/modules/accounts/service.js'
+import { createServices, type Services } from '../../src/services.js'
 import { TestClock } from './clock.js'
 import type { StoreKind, TestStore } from './stores.js'
 
@@ -30,6 +33,9 @@ export interface TestApp {
   app: FastifyInstance
   clock: TestClock
   config: Config
+  services: Services
+  /** The background runner on the app's clock, not started: tests call jobs.runOnce() to move time along. */
+  jobs: JobRunner
   /** A new account with its own keys: each test makes its own. */
   account(): Promise<TestAccount>
   inject(options: InjectOptions): Promise<Response>
@@ -57,8 +63,11 @@ export async function startTestApp(kind: StoreKind, env: Record<string, string> 
   }
   const clock = new TestClock()
   const config = loadConfig({ ...env })
-  const app = await buildApp({ config, db: store.db, clock })
-  const accounts = createAccountService({ db: store.db, clock })
+  const services = createServices({ config, db: store.db, clock })
+  const app = await buildApp({ config, db: store.db, clock, services })
+  const accounts = services.accounts
+  const silent = { info() {}, warn() {}, error() {} }
+  const jobs = createBackgroundWork({ db: store.db, clock, logger: silent, payments: services.payments })
 
   const inject = async (options: InjectOptions) => toResponse(await app.inject(options))
 
@@ -67,6 +76,8 @@ export async function startTestApp(kind: StoreKind, env: Record<string, string> 
     app,
     clock,
     config,
+    services,
+    jobs,
     inject,
     async account() {
       const name = `test-${randomBase62(12)}`
@@ -92,6 +103,7 @@ export async function startTestApp(kind: StoreKind, env: Record<string, string> 
       }
     },
     async close() {
+      await jobs.stop()
       await app.close()
       await store.close()
     },

@@ -1,5 +1,6 @@
 import type { Migration } from 'kysely'
 import * as initial from './0001_initial.js'
+import * as payments from './0002_payments.js'
 
 /**
  * The explicit, ordered migration registry. Append only: a migration that has shipped is never
@@ -7,4 +8,5 @@ import * as initial from './0001_initial.js'
  */
 export const migrations: Record<string, Migration> = {
   '0001_initial': initial,
+  '0002_payments': payments,
 }

@@ -71,3 +71,12 @@ export async function countWishes(db: Executor, filter: WishListFilter): Promise
   const row = await filtered(db, filter).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
   return Number(row.n)
 }
+
+/** Stores `expired` on up to `limit` open wishes past their time; returns them. */
+export function expireDue(trx: Executor, now: string, limit: number): Promise<WishRow[]> {
+  return trx.updateTable('wishes').set({ status: 'expired', updated_at: now })
+    .where('id', 'in', (eb) => eb.selectFrom('wishes').select('id')
+      .where('status', 'in', ['active', 'pending']).where('expires_at', '<=', now).limit(limit))
+    .where('status', 'in', ['active', 'pending'])
+    .returningAll().execute()
+}

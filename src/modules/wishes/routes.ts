@@ -8,17 +8,18 @@ const tags = ['Wishes']
 
 export const wishRoutes: FastifyPluginAsyncTypebox<{ wishes: WishService }> = async (app, { wishes }) => {
   app.post('/wishes', {
+    config: { idempotency: 'optional' },
     schema: {
       operationId: 'createWish',
       summary: 'Create a wish',
-      description: 'Creates a wish in `active` status. `protocol: auto` (the default) is resolved to the default protocol, so the stored value is always `ap2` or `acp`.',
+      description: 'Creates a wish in `active` status. `protocol: auto` (the default) is resolved to the default protocol, so the stored value is always `ap2` or `acp`. An optional `idempotency_key` (or `Idempotency-Key` header) makes a retry replay the first answer.',
       tags,
       body: CreateWishBody,
       response: { 201: Type.Object({ data: WishRef }, { description: 'The new wish' }), ...writeErrors() },
     },
   }, async (request, reply) => {
-    const wish = await wishes.create(request.ctx, request.body)
-    return reply.status(201).send({ data: wish })
+    reply.code(201)
+    return { data: await wishes.create(request.ctx, request.body) }
   })
 
   app.get('/wishes', {

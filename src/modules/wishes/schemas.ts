@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { IdParams, ListMeta, Metadata, MetadataPatch, Nullable, PageQuery, StringEnum, Timestamp } from '../../http/schemas.js'
+import { IdempotencyKeyField, IdParams, ListMeta, Metadata, MetadataPatch, Nullable, PageQuery, StringEnum, Timestamp } from '../../http/schemas.js'
 import { WISH_STATUSES } from './transitions.js'
 
 const CurrencyCode = Type.String({
@@ -61,6 +61,7 @@ export const CreateWishBody = Type.Object({
   category: Type.Optional(Nullable(Category)),
   metadata: Type.Optional(Metadata),
   expires_at: Type.Optional(Nullable(ExpiresAt)),
+  idempotency_key: IdempotencyKeyField,
 }, {
   additionalProperties: false,
   examples: [{

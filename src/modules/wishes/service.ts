@@ -7,6 +7,7 @@ import { fitsMinorUnit, normalizeCurrency } from '../../lib/currency.js'
 import { newId } from '../../lib/ids.js'
 import type { RequestContext } from '../../lib/request-context.js'
 import { recordEvent } from '../events/outbox.js'
+import { inTransaction } from '../../db/transaction.js'
 import * as repo from './repository.js'
 import type { CreateWishInput, ListWishesInput, UpdateWishInput, Wish } from './schemas.js'
 import { allowedTransitions, canTransition, effectiveStatus, isTerminal, type WishStatus } from './transitions.js'
@@ -20,7 +21,7 @@ export interface WishServiceDeps {
 type Metadata = Record<string, MetadataValue>
 type BudgetInput = { max?: number | undefined, currency?: string | undefined } | null | undefined
 
-function toWish(row: repo.WishRow, now: string): Wish {
+export function toWish(row: repo.WishRow, now: string): Wish {
   return {
     id: row.id,
     status: effectiveStatus(row.status as WishStatus, row.expires_at, now),
@@ -100,7 +101,7 @@ export function createWishService(deps: WishServiceDeps) {
       }
       problems.throwIfAny()
       const wish = toWish(row, stamp)
-      await db.kysely.transaction().execute(async (trx) => {
+      await inTransaction(db, ctx, async (trx) => {
         await repo.insertWish(trx, row)
         await recordEvent(trx, { accountId: ctx.accountId, type: 'wish.created', object: wish, requestId: ctx.requestId, createdAt: stamp })
       })
@@ -135,7 +136,7 @@ export function createWishService(deps: WishServiceDeps) {
       const expiresAt = input.expires_at !== undefined ? futureTimestamp(input.expires_at, nowDate, problems) : undefined
       problems.throwIfAny()
 
-      return db.kysely.transaction().execute(async (trx) => {
+      return inTransaction(db, ctx, async (trx) => {
         const row = await repo.findWishForUpdate(trx, db.dialect, ctx.accountId, id)
         if (!row) throw errors.resourceMissing('wish', id)
         const current = effectiveStatus(row.status as WishStatus, row.expires_at, now)
@@ -185,7 +186,7 @@ export function createWishService(deps: WishServiceDeps) {
 
     async remove(ctx: RequestContext, id: string): Promise<void> {
       const now = toTimestamp(clock.now())
-      await db.kysely.transaction().execute(async (trx) => {
+      await inTransaction(db, ctx, async (trx) => {
         const row = await repo.findWishForUpdate(trx, db.dialect, ctx.accountId, id)
         if (!row) throw errors.resourceMissing('wish', id)
         await repo.deleteWish(trx, ctx.accountId, id)

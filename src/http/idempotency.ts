@@ -1,0 +1,143 @@
+import { createHash } from 'node:crypto'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { sql } from 'kysely'
+import type { Database } from '../db/database.js'
+import { type Clock, toTimestamp } from '../lib/clock.js'
+import * as records from '../modules/idempotency/repository.js'
+import { errorBody, toAppError } from './error-handler.js'
+import { errors } from './errors.js'
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Payment operations require a key; other POSTs take one optionally (contract section 5). */
+    idempotency?: 'required' | 'optional'
+  }
+}
+
+export interface IdempotencyDeps {
+  db: Database
+  clock: Clock
+  ttlSeconds: number
+}
+
+const HEADER_KEY = /^[\x20-\x7E]{1,255}$/
+/** Outcomes worth replaying; 400, 401, 403, 409, 429 and 5xx are not saved and may be retried. */
+const SAVED_ERROR_STATUSES = new Set([404, 422])
+const JSON_TYPE = 'application/json; charset=utf-8'
+
+/** JSON with object keys sorted, so that member order never changes a fingerprint. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`
+  }
+  return JSON.stringify(value)
+}
+
+/** Method, path and the validated body (defaults applied), without the key itself. */
+function fingerprintOf(request: FastifyRequest): string {
+  const { idempotency_key: _ignored, ...body } = (request.body ?? {}) as Record<string, unknown>
+  const path = request.url.split('?')[0]
+  return createHash('sha256').update(`${request.method} ${path}\n${canonicalJson(body)}`).digest('hex')
+}
+
+/** The key from the body or the Idempotency-Key header; when both are sent they must agree. */
+function keyOf(request: FastifyRequest, mode: 'required' | 'optional'): string | undefined {
+  const header = request.headers['idempotency-key']
+  const headerKey = Array.isArray(header) ? header.join(',') : header
+  if (headerKey !== undefined && !HEADER_KEY.test(headerKey)) {
+    throw errors.parameterInvalid('idempotency_key', 'The Idempotency-Key header must be 1..255 printable ASCII characters')
+  }
+  // The body member is checked by the route's schema.
+  const bodyKey = (request.body as { idempotency_key?: string } | undefined)?.idempotency_key
+  if (headerKey !== undefined && bodyKey !== undefined && headerKey !== bodyKey) throw errors.idempotencyKeyMismatch()
+  const key = bodyKey ?? headerKey
+  if (key === undefined && mode === 'required') throw errors.idempotencyKeyMissing()
+  return key
+}
+
+/**
+ * Idempotency as a route option (`config: { idempotency: 'required' | 'optional' }`). The wrapped
+ * handler runs inside one transaction that also writes the idempotency record, so the record exists
+ * exactly when the work committed: a crash midway leaves neither, and the key can be retried.
+ * Handlers of such routes set the status with reply.code() and return their payload.
+ */
+export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps): void {
+  const { db, clock, ttlSeconds } = deps
+  // Keys being worked on in this process: a second request answers 409 at once instead of queueing.
+  const inFlight = new Set<string>()
+
+  function replay(reply: FastifyReply, record: records.IdempotencyRecord, fingerprint: string) {
+    if (record.fingerprint !== fingerprint) throw errors.idempotencyKeyReused()
+    return reply.status(record.response_status).header('Idempotent-Replayed', 'true').type(JSON_TYPE).send(record.response_body)
+  }
+
+  async function runOnce(request: FastifyRequest, reply: FastifyReply, key: string, run: () => Promise<unknown>) {
+    const { accountId } = request.ctx
+    const fingerprint = fingerprintOf(request)
+    const now = clock.now()
+    const nowIso = toTimestamp(now)
+    // Replays are answered from the stored bytes without opening a transaction.
+    const saved = await records.findLive(db.kysely, accountId, key, nowIso)
+    if (saved) return replay(reply, saved, fingerprint)
+
+    const slot = `${accountId}\n${key}`
+    if (inFlight.has(slot)) throw errors.idempotencyKeyInUse()
+    inFlight.add(slot)
+    try {
+      const outcome = await db.kysely.transaction().execute(async (trx) => {
+        if (!(await records.tryLockKey(trx, db.dialect, accountId, key))) throw errors.idempotencyKeyInUse()
+        // Another process may have finished this key since the read above.
+        const raced = await records.findLive(trx, accountId, key, nowIso)
+        if (raced) return { kind: 'replay' as const, record: raced }
+        await records.deleteExpired(trx, accountId, key, nowIso)
+
+        await sql`savepoint idempotent_work`.execute(trx)
+        let status: number
+        let body: string
+        request.ctx.transaction = trx
+        try {
+          const payload = await run()
+          if (payload === reply) throw new Error('an idempotent route must return its payload, not send it')
+          status = reply.statusCode
+          body = JSON.stringify(payload)
+        } catch (error) {
+          const appError = toAppError(error)
+          if (!SAVED_ERROR_STATUSES.has(appError.status)) throw error
+          // The outcome is saved, the work that led to it is not.
+          await sql`rollback to savepoint idempotent_work`.execute(trx)
+          status = appError.status
+          body = JSON.stringify(errorBody(appError, request.id))
+        } finally {
+          request.ctx.transaction = undefined
+        }
+        await records.insert(trx, {
+          account_id: accountId,
+          idempotency_key: key,
+          fingerprint,
+          response_status: status,
+          response_body: body,
+          created_at: nowIso,
+          expires_at: toTimestamp(new Date(now.getTime() + ttlSeconds * 1000)),
+        })
+        return { kind: 'fresh' as const, status, body }
+      })
+      if (outcome.kind === 'replay') return replay(reply, outcome.record, fingerprint)
+      return reply.status(outcome.status).type(JSON_TYPE).send(outcome.body)
+    } finally {
+      inFlight.delete(slot)
+    }
+  }
+
+  app.addHook('onRoute', (route) => {
+    const mode = route.config?.idempotency
+    if (!mode) return
+    const handler = route.handler
+    route.handler = async function idempotentHandler(request, reply) {
+      const key = keyOf(request, mode)
+      const run = () => Promise.resolve(handler.call(this, request, reply))
+      return key === undefined ? run() : runOnce(request, reply, key, run)
+    }
+  })
+}

@@ -1,0 +1,77 @@
+import type { DialectName, Executor } from '../db/database.js'
+import type { JobsTable } from '../db/schema.js'
+import { newId } from '../lib/ids.js'
+
+export type JobRow = JobsTable
+
+export interface NewJob {
+  type: string
+  payload: Record<string, unknown>
+  runAt: Date
+}
+
+/** Adds a job; called inside the transaction that makes it necessary, so the two commit together. */
+export async function enqueue(trx: Executor, job: NewJob, now: Date): Promise<string> {
+  const id = newId('job', now)
+  await trx.insertInto('jobs').values({
+    id,
+    type: job.type,
+    payload: JSON.stringify(job.payload),
+    run_at: job.runAt.toISOString(),
+    attempts: 0,
+    locked_until: null,
+    last_error: null,
+    created_at: now.toISOString(),
+  }).execute()
+  return id
+}
+
+/**
+ * Leases up to `limit` due jobs to this process until `leaseUntil`. On PostgreSQL the candidates are
+ * picked FOR UPDATE SKIP LOCKED, so processes claiming at once never take the same job; a job whose
+ * process died is claimable again once its lease has run out.
+ */
+export function claimDue(db: Executor, dialect: DialectName, now: string, leaseUntil: string, limit: number): Promise<JobRow[]> {
+  return db.updateTable('jobs')
+    .set((eb) => ({ locked_until: leaseUntil, attempts: eb('attempts', '+', 1) }))
+    .where('id', 'in', (eb) => {
+      const due = eb.selectFrom('jobs').select('id')
+        .where('run_at', '<=', now)
+        .where((w) => w.or([w('locked_until', 'is', null), w('locked_until', '<', now)]))
+        .orderBy('run_at').limit(limit)
+      return dialect === 'postgres' ? due.forUpdate().skipLocked() : due
+    })
+    .returningAll()
+    .execute()
+}
+
+/** Done: the job goes, in the transaction of the work it did. */
+export async function complete(trx: Executor, id: string): Promise<void> {
+  await trx.deleteFrom('jobs').where('id', '=', id).execute()
+}
+
+/** Failed this time: try again at `retryAt`. */
+export async function reschedule(db: Executor, id: string, retryAt: string, error: string): Promise<void> {
+  await db.updateTable('jobs').set({ run_at: retryAt, locked_until: null, last_error: error.slice(0, 1000) }).where('id', '=', id).execute()
+}
+
+/** Hands leased jobs back (graceful shutdown) so another process can take them at once. */
+export async function release(db: Executor, ids: string[]): Promise<void> {
+  if (ids.length === 0) return
+  await db.updateTable('jobs').set({ locked_until: null }).where('id', 'in', ids).execute()
+}
+
+export interface QueueStats {
+  depth: number
+  /** Seconds the oldest due job has waited past its run_at. */
+  lagSeconds: number
+}
+
+export async function stats(db: Executor, now: string): Promise<QueueStats> {
+  const row = await db.selectFrom('jobs')
+    .select((eb) => [eb.fn.countAll<number>().as('depth'), eb.fn.min('run_at').as('oldest')])
+    .where('run_at', '<=', now)
+    .executeTakeFirstOrThrow()
+  const oldest = row.oldest as string | null
+  return { depth: Number(row.depth), lagSeconds: oldest ? Math.max(0, (Date.parse(now) - Date.parse(oldest)) / 1000) : 0 }
+}

@@ -1,0 +1,113 @@
+import type { ExpressionBuilder } from 'kysely'
+import type { Executor } from '../../db/database.js'
+import type { DatabaseSchema, MandatesTable } from '../../db/schema.js'
+import type { MandateStatus } from './schemas.js'
+
+export type MandateRow = MandatesTable
+
+export async function insertMandate(db: Executor, row: MandateRow): Promise<void> {
+  await db.insertInto('mandates').values(row).execute()
+}
+
+export function findMandate(db: Executor, accountId: string, id: string): Promise<MandateRow | undefined> {
+  return db.selectFrom('mandates').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst()
+}
+
+export interface HoldRequest {
+  accountId: string
+  mandateId: string
+  amount: number
+  currency: string
+  now: string
+}
+
+/**
+ * Takes `amount` out of the mandate if, and only if, every rule holds at this instant: one
+ * conditional update, so concurrent payments in any number of processes can never overspend the
+ * budget or pay a single-use mandate twice. Returns the mandate after the hold, or undefined.
+ */
+export function hold(trx: Executor, p: HoldRequest): Promise<MandateRow | undefined> {
+  return trx.updateTable('mandates')
+    .set((eb) => ({
+      amount_used: eb('amount_used', '+', p.amount),
+      uses_count: eb('uses_count', '+', 1),
+      updated_at: p.now,
+    }))
+    .where('id', '=', p.mandateId)
+    .where('account_id', '=', p.accountId)
+    .where('status', '=', 'active')
+    .where('expires_at', '>', p.now)
+    .where((eb) => eb.or([eb('not_before', 'is', null), eb('not_before', '<=', p.now)]))
+    .where((eb) => eb.or([eb('usage', '=', 'multi_use'), eb('uses_count', '=', 0)]))
+    .where('currency', '=', p.currency)
+    .where('max_amount', '>=', p.amount)
+    .where((eb) => eb(eb('amount_used', '+', p.amount), '<=', eb.ref('budget_amount')))
+    .returningAll()
+    .executeTakeFirst()
+}
+
+/** Gives back what a failed payment held. */
+export async function release(trx: Executor, mandateId: string, amount: number, now: string): Promise<void> {
+  await trx.updateTable('mandates')
+    .set((eb) => ({ amount_used: eb('amount_used', '-', amount), uses_count: eb('uses_count', '-', 1), updated_at: now }))
+    .where('id', '=', mandateId)
+    .execute()
+}
+
+/** A single-use mandate whose payment succeeded; undefined if it was not active. */
+export function markConsumed(trx: Executor, mandateId: string, now: string): Promise<MandateRow | undefined> {
+  return trx.updateTable('mandates').set({ status: 'consumed', updated_at: now })
+    .where('id', '=', mandateId).where('status', '=', 'active')
+    .returningAll().executeTakeFirst()
+}
+
+/** Revokes an active, unexpired mandate; undefined when it is not (or not there). */
+export function revoke(trx: Executor, accountId: string, id: string, now: string): Promise<MandateRow | undefined> {
+  return trx.updateTable('mandates').set({ status: 'revoked', revoked_at: now, updated_at: now })
+    .where('account_id', '=', accountId).where('id', '=', id)
+    .where('status', '=', 'active').where('expires_at', '>', now)
+    .returningAll().executeTakeFirst()
+}
+
+/** Stores `expired` on up to `limit` active mandates past their time; returns them. */
+export function expireDue(trx: Executor, now: string, limit: number): Promise<MandateRow[]> {
+  return trx.updateTable('mandates').set({ status: 'expired', updated_at: now })
+    .where('id', 'in', (eb) => eb.selectFrom('mandates').select('id')
+      .where('status', '=', 'active').where('expires_at', '<=', now).limit(limit))
+    .where('status', '=', 'active')
+    .returningAll().execute()
+}
+
+function statusFilter(status: MandateStatus, now: string) {
+  return (eb: ExpressionBuilder<DatabaseSchema, 'mandates'>) => {
+    if (status === 'active') return eb.and([eb('status', '=', 'active'), eb('expires_at', '>', now)])
+    if (status === 'expired') {
+      return eb.or([eb('status', '=', 'expired'), eb.and([eb('status', '=', 'active'), eb('expires_at', '<=', now)])])
+    }
+    return eb('status', '=', status)
+  }
+}
+
+export interface MandateListFilter {
+  accountId: string
+  status?: MandateStatus | undefined
+  wishId?: string | undefined
+  now: string
+}
+
+function filtered(db: Executor, filter: MandateListFilter) {
+  let query = db.selectFrom('mandates').where('account_id', '=', filter.accountId)
+  if (filter.status !== undefined) query = query.where(statusFilter(filter.status, filter.now))
+  if (filter.wishId !== undefined) query = query.where('wish_id', '=', filter.wishId)
+  return query
+}
+
+export function listMandates(db: Executor, filter: MandateListFilter, page: { limit: number, offset: number }) {
+  return filtered(db, filter).selectAll()
+    .orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute()
+}
+
+export async function countMandates(db: Executor, filter: MandateListFilter): Promise<number> {
+  const row = await filtered(db, filter).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
+  return Number(row.n)
+}

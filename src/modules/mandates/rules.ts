@@ -1,0 +1,45 @@
+import type { MandatesTable } from '../../db/schema.js'
+import type { MandateStatus } from './schemas.js'
+
+type MandateState = Pick<MandatesTable,
+  'status' | 'expires_at' | 'not_before' | 'usage' | 'uses_count' | 'currency' | 'max_amount' | 'budget_amount' | 'amount_used'>
+
+/** The status a reader sees: an active mandate past expires_at reads expired. */
+export function effectiveMandateStatus(mandate: Pick<MandatesTable, 'status' | 'expires_at'>, now: string): MandateStatus {
+  if (mandate.status === 'active' && mandate.expires_at <= now) return 'expired'
+  return mandate.status as MandateStatus
+}
+
+export interface Violation {
+  code: string
+  message: string
+  param?: string
+}
+
+/**
+ * The first rule a payment breaks, in the contract's order (section 6), or undefined. The database
+ * enforces the same rules in one conditional update (repository.hold); this only names the failure.
+ */
+export function paymentViolation(mandate: MandateState | undefined, payment: { amount: number, currency: string }, now: string): Violation | undefined {
+  if (!mandate) return { code: 'mandate_not_found', message: 'No such mandate in this account', param: 'mandate_id' }
+  const status = effectiveMandateStatus(mandate, now)
+  if (status === 'revoked') return { code: 'mandate_revoked', message: 'The mandate has been revoked', param: 'mandate_id' }
+  if (status === 'expired') return { code: 'mandate_expired', message: 'The mandate has expired', param: 'mandate_id' }
+  if (mandate.not_before !== null && mandate.not_before > now) {
+    return { code: 'mandate_not_yet_valid', message: `The mandate is valid from ${mandate.not_before}`, param: 'mandate_id' }
+  }
+  if (status === 'consumed' || (mandate.usage === 'single_use' && mandate.uses_count > 0)) {
+    return { code: 'mandate_consumed', message: 'The single-use mandate has already been used', param: 'mandate_id' }
+  }
+  if (payment.currency !== mandate.currency) {
+    return { code: 'currency_mismatch', message: `The mandate is in ${mandate.currency}, the payment in ${payment.currency}`, param: 'currency' }
+  }
+  if (payment.amount > mandate.max_amount) {
+    return { code: 'amount_exceeds_mandate', message: `amount exceeds the mandate's max_amount of ${mandate.max_amount}`, param: 'amount' }
+  }
+  if (mandate.amount_used + payment.amount > mandate.budget_amount) {
+    const left = Math.max(0, mandate.budget_amount - mandate.amount_used)
+    return { code: 'mandate_budget_exceeded', message: `amount exceeds what is left of the mandate's budget (${left})`, param: 'amount' }
+  }
+  return undefined
+}

@@ -1,0 +1,132 @@
+import type { Database } from '../../db/database.js'
+import { inTransaction } from '../../db/transaction.js'
+import { errors, FieldErrors } from '../../http/errors.js'
+import { pageOf } from '../../http/schemas.js'
+import { type Clock, toTimestamp } from '../../lib/clock.js'
+import { normalizeCurrency, toMinorUnits } from '../../lib/currency.js'
+import { newId } from '../../lib/ids.js'
+import type { RequestContext } from '../../lib/request-context.js'
+import { recordEvent } from '../events/outbox.js'
+import { findWish } from '../wishes/repository.js'
+import { effectiveStatus as wishStatus, isTerminal, type WishStatus } from '../wishes/transitions.js'
+import * as repo from './repository.js'
+import { effectiveMandateStatus } from './rules.js'
+import type { CreateMandateInput, ListMandatesInput, Mandate } from './schemas.js'
+
+export function toMandate(row: repo.MandateRow, now: string): Mandate {
+  return {
+    id: row.id,
+    protocol: row.protocol as Mandate['protocol'],
+    status: effectiveMandateStatus(row, now),
+    wish_id: row.wish_id,
+    currency: row.currency,
+    max_amount: row.max_amount,
+    budget_amount: row.budget_amount,
+    amount_used: row.amount_used,
+    usage: row.usage as Mandate['usage'],
+    uses_count: row.uses_count,
+    expires_at: row.expires_at,
+    not_before: row.not_before,
+    metadata: JSON.parse(row.metadata) as Mandate['metadata'],
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    revoked_at: row.revoked_at,
+  }
+}
+
+export function createMandateService(deps: { db: Database, clock: Clock }) {
+  const { db, clock } = deps
+
+  return {
+    async create(ctx: RequestContext, input: CreateMandateInput): Promise<Mandate> {
+      const nowDate = clock.now()
+      const now = toTimestamp(nowDate)
+      const problems = new FieldErrors()
+      const expiresAt = new Date(input.expires_at)
+      if (!(expiresAt > nowDate)) problems.invalid('expires_at', 'expires_at must be in the future')
+      const notBefore = input.not_before ? new Date(input.not_before) : null
+      if (notBefore && !(notBefore < expiresAt)) problems.invalid('not_before', 'not_before must be before expires_at')
+      problems.throwIfAny()
+
+      return inTransaction(db, ctx, async (trx) => {
+        let currency = input.currency ? normalizeCurrency(input.currency)! : undefined
+        const budgetAmount = input.budget_amount ?? input.max_amount
+        if (input.wish_id !== undefined) {
+          const wish = await findWish(trx, ctx.accountId, input.wish_id)
+          const status = wish ? wishStatus(wish.status as WishStatus, wish.expires_at, now) : undefined
+          if (!wish || isTerminal(status!)) {
+            throw errors.payment('wish_not_usable', wish ? `The wish is ${status}` : `No such wish: '${input.wish_id}'`, 'wish_id')
+          }
+          if (wish.protocol !== input.protocol) {
+            throw errors.payment('protocol_mismatch', `The wish uses ${wish.protocol}; the mandate must too`, 'protocol')
+          }
+          if (wish.budget_currency !== null) {
+            if (currency !== undefined && currency !== wish.budget_currency) {
+              throw errors.payment('currency_mismatch', `The wish's budget is in ${wish.budget_currency}`, 'currency')
+            }
+            currency = wish.budget_currency
+            if (wish.budget_max !== null && budgetAmount > toMinorUnits(wish.budget_max, currency)) {
+              throw errors.payment('wish_budget_exceeded',
+                `budget_amount exceeds the wish's budget of ${wish.budget_max} ${currency} (${toMinorUnits(wish.budget_max, currency)} in minor units)`,
+                'budget_amount')
+            }
+          }
+        }
+        const row: repo.MandateRow = {
+          id: newId('mdt', nowDate),
+          account_id: ctx.accountId,
+          protocol: input.protocol,
+          status: 'active',
+          wish_id: input.wish_id ?? null,
+          currency: currency ?? 'USD',
+          max_amount: input.max_amount,
+          budget_amount: budgetAmount,
+          amount_used: 0,
+          usage: input.usage ?? 'single_use',
+          uses_count: 0,
+          expires_at: toTimestamp(expiresAt),
+          not_before: notBefore ? toTimestamp(notBefore) : null,
+          metadata: JSON.stringify(input.metadata ?? {}),
+          created_at: now,
+          updated_at: now,
+          revoked_at: null,
+        }
+        const mandate = toMandate(row, now)
+        await repo.insertMandate(trx, row)
+        await recordEvent(trx, { accountId: ctx.accountId, type: 'mandate.created', object: mandate, requestId: ctx.requestId, createdAt: now })
+        return mandate
+      })
+    },
+
+    async get(ctx: RequestContext, id: string): Promise<Mandate> {
+      const row = await repo.findMandate(db.kysely, ctx.accountId, id)
+      if (!row) throw errors.resourceMissing('mandate', id)
+      return toMandate(row, toTimestamp(clock.now()))
+    },
+
+    async list(ctx: RequestContext, input: ListMandatesInput) {
+      const now = toTimestamp(clock.now())
+      const filter = { accountId: ctx.accountId, status: input.status, wishId: input.wish_id, now }
+      const page = pageOf(input)
+      const [rows, total] = await Promise.all([repo.listMandates(db.kysely, filter, page), repo.countMandates(db.kysely, filter)])
+      return { data: rows.map((row) => toMandate(row, now)), meta: { total, ...page } }
+    },
+
+    async revoke(ctx: RequestContext, id: string): Promise<Mandate> {
+      const now = toTimestamp(clock.now())
+      return inTransaction(db, ctx, async (trx) => {
+        const revoked = await repo.revoke(trx, ctx.accountId, id, now)
+        if (!revoked) {
+          const row = await repo.findMandate(trx, ctx.accountId, id)
+          if (!row) throw errors.resourceMissing('mandate', id)
+          throw errors.invalidStateTransition(`The mandate is ${effectiveMandateStatus(row, now)}; only an active mandate can be revoked`)
+        }
+        const mandate = toMandate(revoked, now)
+        await recordEvent(trx, { accountId: ctx.accountId, type: 'mandate.revoked', object: mandate, requestId: ctx.requestId, createdAt: now })
+        return mandate
+      })
+    },
+  }
+}
+
+export type MandateService = ReturnType<typeof createMandateService>

@@ -1,0 +1,38 @@
+/**
+ * A payment processor adapter. Services talk only to this interface, so another processor is a
+ * new file implementing it plus one line where the app is assembled (docs/processors.md).
+ */
+export interface ChargeRequest {
+  paymentId: string
+  amount: number
+  currency: string
+  paymentMethod: string
+  protocol: string
+}
+
+export type Failure = { code: string, message: string }
+
+/**
+ * What starting a charge decided. `pending` means the outcome arrives later: the job runner calls
+ * `settle` once `settleAfterMs` has passed.
+ */
+export type ChargeOutcome =
+  | { status: 'succeeded' }
+  | { status: 'failed', failure: Failure }
+  | { status: 'pending', settleAfterMs: number }
+
+export type SettlementOutcome = { status: 'succeeded' } | { status: 'failed', failure: Failure }
+
+export interface Processor {
+  readonly name: string
+  /** The payment_method values this processor accepts. */
+  readonly paymentMethods: readonly string[]
+  /**
+   * Decides a new charge. Runs inside the payment's transaction, so it must not call out of the
+   * process; an adapter that needs the network answers `pending` and does that work in `settle`,
+   * which runs from the job runner after commit.
+   */
+  charge(request: ChargeRequest): ChargeOutcome
+  /** The final outcome of a pending charge; may call out (it runs after commit, and is retried on error). */
+  settle(request: ChargeRequest): Promise<SettlementOutcome>
+}

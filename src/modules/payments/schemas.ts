@@ -1,0 +1,105 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { IdempotencyKeyField, IdParams, ListMeta, Metadata, Nullable, PageQuery, StringEnum, Timestamp } from '../../http/schemas.js'
+import { MinorAmount } from '../mandates/schemas.js'
+
+export const PAYMENT_STATUSES = ['pending', 'processing', 'succeeded', 'failed', 'refunded'] as const
+export type PaymentStatus = (typeof PAYMENT_STATUSES)[number]
+
+export const PaymentSchema = Type.Object({
+  id: Type.String({ examples: ['pay_01jf3v7k8m2n4p6q8r0s2t4v6w'] }),
+  mandate_id: Type.String(),
+  wish_id: Nullable(Type.String()),
+  amount: Type.Integer({ description: 'Minor units' }),
+  currency: Type.String(),
+  status: StringEnum(PAYMENT_STATUSES, { description: 'pending -> processing -> succeeded | failed; succeeded -> refunded when fully refunded' }),
+  protocol_type: StringEnum(['ap2', 'acp'] as const, { description: 'The mandate\'s protocol' }),
+  payment_method: Type.String(),
+  amount_refunded: Type.Integer({ description: 'Minor units refunded so far' }),
+  failure_code: Nullable(Type.String({ description: 'card_declined, insufficient_funds, bank_transfer_failed' })),
+  failure_message: Nullable(Type.String()),
+  metadata: Metadata,
+  created_at: Timestamp,
+  updated_at: Timestamp,
+}, {
+  $id: 'Payment',
+  title: 'Payment',
+  examples: [{
+    id: 'pay_01jf3v7k8m2n4p6q8r0s2t4v6w',
+    mandate_id: 'mdt_01jf3v7k8m2n4p6q8r0s2t4v6w',
+    wish_id: null,
+    amount: 4999,
+    currency: 'USD',
+    status: 'succeeded',
+    protocol_type: 'ap2',
+    payment_method: 'card',
+    amount_refunded: 0,
+    failure_code: null,
+    failure_message: null,
+    metadata: {},
+    created_at: '2026-11-22T10:00:00.000Z',
+    updated_at: '2026-11-22T10:00:00.000Z',
+  }],
+})
+export type Payment = Static<typeof PaymentSchema>
+export const PaymentRef = Type.Ref(PaymentSchema.$id!)
+
+export const CreatePaymentBody = Type.Object({
+  mandate_id: Type.String({ minLength: 1, maxLength: 255, description: 'The mandate that authorises the payment' }),
+  amount: MinorAmount('Amount in minor units, 1..10^12'),
+  currency: Type.String({ format: 'currency', default: 'USD', description: 'ISO 4217, any case; default USD; must be the mandate\'s' }),
+  payment_method: Type.String({
+    minLength: 1,
+    maxLength: 64,
+    default: 'card',
+    description: 'Sandbox: card, wallet (succeed), test_card_declined, test_insufficient_funds (fail), bank_transfer, test_bank_transfer_failed (settle later). Default card.',
+  }),
+  metadata: Type.Optional(Metadata),
+  idempotency_key: IdempotencyKeyField,
+}, {
+  additionalProperties: false,
+  examples: [{ mandate_id: 'mdt_01jf3v7k8m2n4p6q8r0s2t4v6w', amount: 4999, currency: 'USD', payment_method: 'card', idempotency_key: 'order-1001-attempt-1' }],
+})
+export type CreatePaymentInput = Static<typeof CreatePaymentBody>
+
+export const ListPaymentsQuery = Type.Object({
+  ...PageQuery,
+  status: Type.Optional(StringEnum(PAYMENT_STATUSES)),
+  mandate_id: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+  wish_id: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+}, { additionalProperties: false })
+export type ListPaymentsInput = Static<typeof ListPaymentsQuery>
+
+export const PaymentParams = IdParams
+export const PaymentList = Type.Object({ data: Type.Array(PaymentRef), meta: ListMeta }, { description: 'A page of payments' })
+
+export const RefundSchema = Type.Object({
+  id: Type.String({ examples: ['re_01jf3v7k8m2n4p6q8r0s2t4v6w'] }),
+  payment_id: Type.String(),
+  amount: Type.Integer({ description: 'Minor units' }),
+  reason: Nullable(Type.String()),
+  status: StringEnum(['succeeded'] as const),
+  created_at: Timestamp,
+}, {
+  $id: 'Refund',
+  title: 'Refund',
+  examples: [{
+    id: 're_01jf3v7k8m2n4p6q8r0s2t4v6w',
+    payment_id: 'pay_01jf3v7k8m2n4p6q8r0s2t4v6w',
+    amount: 1000,
+    reason: 'requested_by_customer',
+    status: 'succeeded',
+    created_at: '2026-11-22T10:05:00.000Z',
+  }],
+})
+export type Refund = Static<typeof RefundSchema>
+export const RefundRef = Type.Ref(RefundSchema.$id!)
+
+export const CreateRefundBody = Type.Object({
+  amount: Type.Optional(MinorAmount('Minor units to refund; default what remains')),
+  reason: Type.Optional(Type.String({ minLength: 1, maxLength: 500, description: 'Why, in your words' })),
+  idempotency_key: IdempotencyKeyField,
+}, { additionalProperties: false, examples: [{ amount: 1000, reason: 'requested_by_customer', idempotency_key: 'refund-1001-1' }] })
+export type CreateRefundInput = Static<typeof CreateRefundBody>
+
+export const ListRefundsQuery = Type.Object({ ...PageQuery }, { additionalProperties: false })
+export const RefundList = Type.Object({ data: Type.Array(RefundRef), meta: ListMeta }, { description: 'A page of refunds' })

@@ -1,0 +1,237 @@
+import type { Transaction } from 'kysely'
+import type { Database } from '../../db/database.js'
+import type { DatabaseSchema } from '../../db/schema.js'
+import { inTransaction } from '../../db/transaction.js'
+import { errors } from '../../http/errors.js'
+import { pageOf } from '../../http/schemas.js'
+import { enqueue } from '../../jobs/queue.js'
+import { type Clock, toTimestamp } from '../../lib/clock.js'
+import { normalizeCurrency } from '../../lib/currency.js'
+import { newId } from '../../lib/ids.js'
+import type { RequestContext } from '../../lib/request-context.js'
+import { recordEvent } from '../events/outbox.js'
+import type { EventType } from '../events/types.js'
+import * as mandates from '../mandates/repository.js'
+import { paymentViolation } from '../mandates/rules.js'
+import { toMandate } from '../mandates/service.js'
+import type { ChargeRequest, Failure, Processor } from './processors/processor.js'
+import * as repo from './repository.js'
+import type { CreatePaymentInput, CreateRefundInput, ListPaymentsInput, Payment, Refund } from './schemas.js'
+
+/** The job that moves an asynchronous payment along: pending -> processing -> succeeded | failed. */
+export const SETTLE_JOB = 'payment.settle'
+export interface SettlePayload { payment_id: string, settle_at: string }
+
+type Trx = Transaction<DatabaseSchema>
+
+export function toPayment(row: repo.PaymentRow): Payment {
+  return {
+    id: row.id,
+    mandate_id: row.mandate_id,
+    wish_id: row.wish_id,
+    amount: row.amount,
+    currency: row.currency,
+    status: row.status as Payment['status'],
+    protocol_type: row.protocol_type as Payment['protocol_type'],
+    payment_method: row.payment_method,
+    amount_refunded: row.amount_refunded,
+    failure_code: row.failure_code,
+    failure_message: row.failure_message,
+    metadata: JSON.parse(row.metadata) as Payment['metadata'],
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  }
+}
+
+function toRefund(row: repo.RefundRow): Refund {
+  return { id: row.id, payment_id: row.payment_id, amount: row.amount, reason: row.reason, status: 'succeeded', created_at: row.created_at }
+}
+
+function chargeRequestOf(row: repo.PaymentRow): ChargeRequest {
+  return { paymentId: row.id, amount: row.amount, currency: row.currency, paymentMethod: row.payment_method, protocol: row.protocol_type }
+}
+
+export interface PaymentServiceDeps {
+  db: Database
+  clock: Clock
+  processor: Processor
+}
+
+export function createPaymentService(deps: PaymentServiceDeps) {
+  const { db, clock, processor } = deps
+
+  const emit = (trx: Trx, accountId: string, type: EventType, object: { id: string }, requestId: string | null, at: string) =>
+    recordEvent(trx, { accountId, type, object, requestId, createdAt: at })
+
+  /**
+   * Holds the amount on the mandate, or answers the first rule it breaks. The conditional update
+   * decides; reading the mandate afterwards only names the failure. Should the mandate change between
+   * the two so that nothing is broken any more, the hold is simply tried again.
+   */
+  async function holdOrRefuse(trx: Trx, request: mandates.HoldRequest) {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const held = await mandates.hold(trx, request)
+      if (held) return held
+      const mandate = await mandates.findMandate(trx, request.accountId, request.mandateId)
+      const violation = paymentViolation(mandate, request, request.now)
+      if (violation) throw errors.payment(violation.code, violation.message, violation.param)
+    }
+    throw errors.payment('mandate_budget_exceeded', 'The mandate cannot take this payment now', 'amount')
+  }
+
+  /** A payment reached `succeeded`: a single-use mandate is now consumed. */
+  async function afterSuccess(trx: Trx, payment: repo.PaymentRow, mandate: mandates.MandateRow, requestId: string | null, now: string) {
+    if (mandate.usage !== 'single_use') return
+    const consumed = await mandates.markConsumed(trx, mandate.id, now)
+    if (consumed) await emit(trx, payment.account_id, 'mandate.consumed', toMandate(consumed, now), requestId, now)
+  }
+
+  /** A payment reached `failed`: what it held of the mandate goes back. */
+  async function afterFailure(trx: Trx, payment: repo.PaymentRow, now: string) {
+    await mandates.release(trx, payment.mandate_id, payment.amount, now)
+  }
+
+  async function finish(trx: Trx, payment: repo.PaymentRow, outcome: { status: 'succeeded' } | { status: 'failed', failure: Failure }, requestId: string | null, now: string) {
+    const type = outcome.status === 'succeeded' ? 'payment.succeeded' : 'payment.failed'
+    await emit(trx, payment.account_id, type, toPayment(payment), requestId, now)
+    if (outcome.status === 'failed') return afterFailure(trx, payment, now)
+    const mandate = await mandates.findMandate(trx, payment.account_id, payment.mandate_id)
+    if (mandate) await afterSuccess(trx, payment, mandate, requestId, now)
+  }
+
+  return {
+    async create(ctx: RequestContext, input: CreatePaymentInput): Promise<Payment> {
+      const method = input.payment_method
+      if (!processor.paymentMethods.includes(method)) {
+        throw errors.parameterInvalid('payment_method', `payment_method must be one of: ${processor.paymentMethods.join(', ')}`)
+      }
+      const currency = normalizeCurrency(input.currency)!
+      return inTransaction(db, ctx, async (trx) => {
+        const nowDate = clock.now()
+        const now = toTimestamp(nowDate)
+        const mandate = await holdOrRefuse(trx, { accountId: ctx.accountId, mandateId: input.mandate_id, amount: input.amount, currency, now })
+        const id = newId('pay', nowDate)
+        const outcome = processor.charge({ paymentId: id, amount: input.amount, currency, paymentMethod: method, protocol: mandate.protocol })
+        const row: repo.PaymentRow = {
+          id,
+          account_id: ctx.accountId,
+          mandate_id: mandate.id,
+          wish_id: mandate.wish_id,
+          amount: input.amount,
+          currency,
+          status: outcome.status,
+          protocol_type: mandate.protocol,
+          payment_method: method,
+          amount_refunded: 0,
+          failure_code: outcome.status === 'failed' ? outcome.failure.code : null,
+          failure_message: outcome.status === 'failed' ? outcome.failure.message : null,
+          metadata: JSON.stringify(input.metadata ?? {}),
+          created_at: now,
+          updated_at: now,
+        }
+        await repo.insertPayment(trx, row)
+        await emit(trx, ctx.accountId, 'payment.created', toPayment(row), ctx.requestId, now)
+        if (outcome.status === 'pending') {
+          const payload: SettlePayload = { payment_id: id, settle_at: toTimestamp(new Date(nowDate.getTime() + outcome.settleAfterMs)) }
+          await enqueue(trx, { type: SETTLE_JOB, payload: { ...payload }, runAt: nowDate }, nowDate)
+        } else {
+          await finish(trx, row, outcome, ctx.requestId, now)
+        }
+        return toPayment(row)
+      })
+    },
+
+    /**
+     * One settlement step of an asynchronous payment (run by the job runner): pending becomes
+     * processing, and processing becomes final once settle_at has passed. Returns when to run the
+     * next step, or undefined when the payment is final. Each step is a conditional update, so a step
+     * that runs twice changes nothing the second time.
+     */
+    async settleStep(payload: SettlePayload, commit: (work: (trx: Trx) => Promise<Date | undefined>) => Promise<Date | undefined>): Promise<Date | undefined> {
+      const payment = await repo.findPaymentById(db.kysely, payload.payment_id)
+      if (!payment) return undefined
+      if (payment.status === 'pending') {
+        return commit(async (trx) => {
+          const now = toTimestamp(clock.now())
+          const moved = await repo.transition(trx, payment.id, 'pending', { status: 'processing', updated_at: now })
+          if (moved) await emit(trx, moved.account_id, 'payment.processing', toPayment(moved), null, now)
+          return new Date(payload.settle_at)
+        })
+      }
+      if (payment.status !== 'processing') return undefined
+      if (clock.now() < new Date(payload.settle_at)) return new Date(payload.settle_at)
+      // Asking the processor may leave the process, so it happens before the transaction opens.
+      const outcome = await processor.settle(chargeRequestOf(payment))
+      return commit(async (trx) => {
+        const now = toTimestamp(clock.now())
+        const moved = await repo.transition(trx, payment.id, 'processing', {
+          status: outcome.status,
+          failure_code: outcome.status === 'failed' ? outcome.failure.code : null,
+          failure_message: outcome.status === 'failed' ? outcome.failure.message : null,
+          updated_at: now,
+        })
+        if (moved) await finish(trx, moved, outcome, null, now)
+        return undefined
+      })
+    },
+
+    async get(ctx: RequestContext, id: string): Promise<Payment> {
+      const row = await repo.findPayment(db.kysely, ctx.accountId, id)
+      if (!row) throw errors.resourceMissing('payment', id)
+      return toPayment(row)
+    },
+
+    async list(ctx: RequestContext, input: ListPaymentsInput) {
+      const filter = { accountId: ctx.accountId, status: input.status, mandateId: input.mandate_id, wishId: input.wish_id }
+      const page = pageOf(input)
+      const [rows, total] = await Promise.all([repo.listPayments(db.kysely, filter, page), repo.countPayments(db.kysely, filter)])
+      return { data: rows.map(toPayment), meta: { total, ...page } }
+    },
+
+    /** Refunds never give budget back to the mandate. */
+    async refund(ctx: RequestContext, paymentId: string, input: CreateRefundInput): Promise<Refund> {
+      return inTransaction(db, ctx, async (trx) => {
+        const nowDate = clock.now()
+        const now = toTimestamp(nowDate)
+        const refuse = (payment: repo.PaymentRow | undefined, amount: number | undefined) => {
+          if (!payment) return errors.resourceMissing('payment', paymentId)
+          if (payment.status !== 'succeeded') {
+            return errors.payment('payment_not_refundable', `Only a succeeded payment can be refunded; this one is ${payment.status}`)
+          }
+          const remaining = payment.amount - payment.amount_refunded
+          return errors.payment('refund_exceeds_payment', `amount ${amount ?? remaining} is more than the ${remaining} that remains refundable`, 'amount')
+        }
+        const payment = await repo.findPayment(trx, ctx.accountId, paymentId)
+        if (!payment || payment.status !== 'succeeded') throw refuse(payment, input.amount)
+        const amount = input.amount ?? payment.amount - payment.amount_refunded
+        const updated = await repo.applyRefund(trx, ctx.accountId, paymentId, amount, now)
+        if (!updated) throw refuse(await repo.findPayment(trx, ctx.accountId, paymentId), amount)
+        const row: repo.RefundRow = {
+          id: newId('re', nowDate),
+          account_id: ctx.accountId,
+          payment_id: paymentId,
+          amount,
+          reason: input.reason ?? null,
+          status: 'succeeded',
+          created_at: now,
+        }
+        await repo.insertRefund(trx, row)
+        await emit(trx, ctx.accountId, 'payment.refunded', toPayment(updated), ctx.requestId, now)
+        return toRefund(row)
+      })
+    },
+
+    async listRefunds(ctx: RequestContext, paymentId: string, query: { limit?: number | undefined, offset?: number | undefined }) {
+      const payment = await repo.findPayment(db.kysely, ctx.accountId, paymentId)
+      if (!payment) throw errors.resourceMissing('payment', paymentId)
+      const page = pageOf(query)
+      const [rows, total] = await Promise.all([
+        repo.listRefunds(db.kysely, ctx.accountId, paymentId, page),
+        repo.countRefunds(db.kysely, ctx.accountId, paymentId),
+      ])
+      return { data: rows.map(toRefund), meta: { total, ...page } }
+    },
+  }
+}
+
+export type PaymentService = ReturnType<typeof createPaymentService>

@@ -1,0 +1,31 @@
+import type { Config } from './config.js'
+import type { Database } from './db/database.js'
+import type { Clock } from './lib/clock.js'
+import { createAccountService } from './modules/accounts/service.js'
+import { createMandateService } from './modules/mandates/service.js'
+import type { Processor } from './modules/payments/processors/processor.js'
+import { createSandboxProcessor } from './modules/payments/processors/sandbox.js'
+import { createPaymentService } from './modules/payments/service.js'
+import { createWishService } from './modules/wishes/service.js'
+
+export interface ServiceDeps {
+  config: Config
+  db: Database
+  clock: Clock
+  /** The payment processor adapter; the sandbox unless another is given. */
+  processor?: Processor
+}
+
+/** Every service of the application, built once around the same database and clock. */
+export function createServices(deps: ServiceDeps) {
+  const { config, db, clock } = deps
+  const processor = deps.processor ?? createSandboxProcessor({ settlementDelayMs: config.sandboxSettlementDelayMs })
+  return {
+    accounts: createAccountService({ db, clock }),
+    wishes: createWishService({ db, clock, config }),
+    mandates: createMandateService({ db, clock }),
+    payments: createPaymentService({ db, clock, processor }),
+  }
+}
+
+export type Services = ReturnType<typeof createServices>
