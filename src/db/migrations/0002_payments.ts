@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely'
+import { type Kysely, sql } from 'kysely'
 
 export async function up(db: Kysely<any>): Promise<void> {
   // Idempotency records: one per (account, key). Written in the same transaction as the work they
@@ -40,7 +40,12 @@ export async function up(db: Kysely<any>): Promise<void> {
     .columns(['account_id', 'status', 'created_at desc', 'id desc']).execute()
   await db.schema.createIndex('mandates_account_wish_created_idx').on('mandates')
     .columns(['account_id', 'wish_id', 'created_at desc', 'id desc']).execute()
-  await db.schema.createIndex('mandates_expiry_idx').on('mandates').columns(['status', 'expires_at']).execute()
+  // The expiry sweep looks only at open objects with a deadline: partial indexes keep that cheap
+  // however many wishes and mandates have closed.
+  await db.schema.createIndex('mandates_expiry_idx').on('mandates').column('expires_at')
+    .where(sql.ref('status'), '=', sql.lit('active')).execute()
+  await db.schema.createIndex('wishes_expiry_idx').on('wishes').column('expires_at')
+    .where(sql<boolean>`status in ('active', 'pending') and expires_at is not null`).execute()
 
   await db.schema.createTable('payments')
     .addColumn('id', 'text', (c) => c.primaryKey())
@@ -95,5 +100,6 @@ export async function up(db: Kysely<any>): Promise<void> {
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
+  await db.schema.dropIndex('wishes_expiry_idx').execute()
   for (const table of ['jobs', 'refunds', 'payments', 'mandates', 'idempotency_keys']) await db.schema.dropTable(table).execute()
 }
