@@ -11,9 +11,11 @@ import { ErrorResponse } from './http/schemas.js'
 import { registerValidators } from './http/validation.js'
 import { type Clock, systemClock } from './lib/clock.js'
 import { newId } from './lib/ids.js'
+import { registerBodyDefaults } from './http/body-defaults.js'
 import { registerIdempotency } from './http/idempotency.js'
 import { healthRoutes } from './modules/health/routes.js'
 import { mandateRoutes } from './modules/mandates/routes.js'
+import type { Processor } from './modules/payments/processors/processor.js'
 import { MandateSchema } from './modules/mandates/schemas.js'
 import { paymentRoutes } from './modules/payments/routes.js'
 import { PaymentSchema, RefundSchema } from './modules/payments/schemas.js'
@@ -29,6 +31,8 @@ export interface AppDeps {
   logger?: FastifyBaseLogger
   /** Services already built (the server shares them with the job runner); built here if absent. */
   services?: Services
+  /** The payment processor adapter when services are built here; the sandbox if absent. */
+  processor?: Processor
 }
 
 /** Builds the whole HTTP application around its dependencies. server.ts starts it; tests inject into it. */
@@ -55,10 +59,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerRequestContext(app)
   registerErrorHandling(app)
   await registerOpenApi(app)
-  // Before any route: it wraps the handlers of routes that declare `config.idempotency`.
+  // Before any route: these act on the routes that declare `config.bodyDefaults` / `config.idempotency`.
+  registerBodyDefaults(app)
   registerIdempotency(app, { db: deps.db, clock, ttlSeconds: deps.config.idempotencyTtlSeconds })
 
-  const services = deps.services ?? createServices({ config: deps.config, db: deps.db, clock })
+  const services = deps.services ?? createServices({ config: deps.config, db: deps.db, clock, ...(deps.processor ? { processor: deps.processor } : {}) })
 
   await app.register(healthRoutes, { db: deps.db })
   await app.register(async (api) => {

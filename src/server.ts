@@ -4,6 +4,7 @@ import type { Config } from './config.js'
 import { type Database, openConfiguredDatabase } from './db/database.js'
 import { migrateToLatest } from './db/migrate.js'
 import { createBackgroundWork } from './jobs/index.js'
+import { releaseAll } from './jobs/queue.js'
 import { systemClock } from './lib/clock.js'
 import { createLogger } from './logger.js'
 import { developmentKeyBanner, ensureDevelopmentKey } from './modules/accounts/bootstrap.js'
@@ -13,6 +14,8 @@ async function openAndMigrate(config: Config, logger: Logger): Promise<Database>
   const db = openConfiguredDatabase(config)
   const applied = await migrateToLatest(db)
   if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated')
+  // The embedded store has one process at a time: leases left behind are from one that died.
+  if (db.dialect === 'sqlite') await releaseAll(db.kysely)
   return db
 }
 
@@ -61,7 +64,7 @@ export async function work(config: Config): Promise<void> {
   const db = await openAndMigrate(config, logger)
   const clock = systemClock
   const services = createServices({ config, db, clock })
-  const jobs = createBackgroundWork({ db, clock, logger, payments: services.payments })
+  const jobs = createBackgroundWork({ db, clock, logger, payments: services.payments, keepProcessAlive: true })
   jobs.start()
   logger.info({ store: db.dialect }, 'wishpay worker running')
   onSignal(logger, async () => {

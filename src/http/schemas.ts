@@ -7,6 +7,10 @@ export function StringEnum<const T extends readonly string[]>(values: T, options
 
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
 
+/** An ISO 4217 code in any case; upper-cased during validation. */
+export const CurrencyCode = (options: Record<string, unknown> = {}) =>
+  Type.String({ format: 'currency', 'x-normalize': 'uppercase', examples: ['USD'], ...options })
+
 export const Timestamp = Type.String({
   format: 'date-time',
   description: 'ISO 8601 UTC timestamp with milliseconds',
@@ -34,7 +38,7 @@ export const IdempotencyKeyField = Type.Optional(Type.String({
   minLength: 1,
   maxLength: 255,
   pattern: '^[\\x20-\\x7E]+$',
-  description: 'Makes the request safe to retry: 1..255 printable ASCII characters, kept 24 hours. Same as the Idempotency-Key header.',
+  description: 'Makes the request safe to retry: 1..255 printable ASCII characters, kept IDEMPOTENCY_TTL_SECONDS (24 h by default). Same as the Idempotency-Key header.',
 }))
 
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 255 }) }, { additionalProperties: false })

@@ -18,6 +18,17 @@ const textAjv = addFormats(new Ajv({ ...common, coerceTypes: true }))
 // reported together with every other field's.
 for (const ajv of [bodyAjv, textAjv]) {
   ajv.addFormat('currency', { type: 'string', validate: (code: string) => normalizeCurrency(code) !== undefined })
+  // `x-normalize: uppercase` rewrites the value in place, so that everything after validation (the
+  // idempotency fingerprint, the services) sees "USD" whether "usd" or "USD" was sent.
+  ajv.addKeyword({
+    keyword: 'x-normalize',
+    modifying: true,
+    schemaType: 'string',
+    validate: (mode: string, data: unknown, _schema: unknown, ctx?: { parentData: Record<string | number, unknown>, parentDataProperty: string | number }) => {
+      if (mode === 'uppercase' && typeof data === 'string' && ctx) ctx.parentData[ctx.parentDataProperty] = data.toUpperCase()
+      return true
+    },
+  })
 }
 
 export function registerValidators(app: FastifyInstance): void {

@@ -13,6 +13,7 @@ export interface BackgroundDeps {
   logger: Pick<Logger, 'warn' | 'error' | 'info'>
   payments: Pick<PaymentService, 'settleStep'>
   pollIntervalMs?: number
+  keepProcessAlive?: boolean
 }
 
 /** All background work of a Wishpay process: settlement jobs, expiry, idempotency purge. */
@@ -24,5 +25,6 @@ export function createBackgroundWork(deps: BackgroundDeps) {
     handlers: { ...settlementHandler(deps.payments) },
     periodic: [expirySweep(deps), idempotencyPurge(deps)],
     ...(deps.pollIntervalMs !== undefined ? { pollIntervalMs: deps.pollIntervalMs } : {}),
+    keepProcessAlive: deps.keepProcessAlive ?? false,
   })
 }

@@ -61,6 +61,14 @@ export async function release(db: Executor, ids: string[]): Promise<void> {
   await db.updateTable('jobs').set({ locked_until: null }).where('id', 'in', ids).execute()
 }
 
+/**
+ * Frees every lease. Only for the embedded SQLite store at start-up: one process at a time serves it,
+ * so any lease left is from a process that died, and its jobs need not wait for the lease to run out.
+ */
+export async function releaseAll(db: Executor): Promise<void> {
+  await db.updateTable('jobs').set({ locked_until: null }).where('locked_until', 'is not', null).execute()
+}
+
 export interface QueueStats {
   depth: number
   /** Seconds the oldest due job has waited past its run_at. */

@@ -37,6 +37,8 @@ export interface JobRunnerOptions {
   batchSize?: number
   /** How long a claimed job stays this process's; past it another process may take it. */
   leaseMs?: number
+  /** Keep the process alive while the runner runs (a worker has nothing else that does). */
+  keepProcessAlive?: boolean
 }
 
 const MAX_BACKOFF_MS = 5 * 60_000
@@ -128,7 +130,7 @@ export function createJobRunner(options: JobRunnerOptions) {
         .catch((error: unknown) => { logger.warn({ err: error }, 'job runner pass failed'); return false })
         .then((full) => schedule(full ? 0 : pollIntervalMs))
     }, delayMs)
-    timer.unref?.()
+    if (!options.keepProcessAlive) timer.unref()
   }
 
   return {
@@ -136,7 +138,7 @@ export function createJobRunner(options: JobRunnerOptions) {
       stopping = false
       schedule(0)
     },
-    /** Runs one pass now (tests and `wishpay worker --once`). */
+    /** Runs one pass now (tests). */
     runOnce: () => tick(),
     /** Stops claiming, lets the job in hand finish, and hands back the rest. */
     async stop(): Promise<void> {

@@ -1,14 +1,14 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { readErrors, writeErrors } from '../../http/schemas.js'
-import { CreateMandateBody, ListMandatesQuery, MandateList, MandateParams, MandateRef, RevokeMandateBody } from './schemas.js'
+import { CreateMandateBody, ListMandatesQuery, MandateList, MandateParams, MandateRef, RevokeMandateBody, withMandateDefaults } from './schemas.js'
 import type { MandateService } from './service.js'
 
 const tags = ['Mandates']
 
 export const mandateRoutes: FastifyPluginAsyncTypebox<{ mandates: MandateService }> = async (app, { mandates }) => {
   app.post('/mandates', {
-    config: { idempotency: 'optional' },
+    config: { idempotency: 'optional', bodyDefaults: withMandateDefaults },
     schema: {
       operationId: 'createMandate',
       summary: 'Create a mandate',

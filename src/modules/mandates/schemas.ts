@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { IdempotencyKeyField, IdParams, ListMeta, Metadata, Nullable, PageQuery, StringEnum, Timestamp } from '../../http/schemas.js'
+import { CurrencyCode, IdempotencyKeyField, IdParams, ListMeta, Metadata, Nullable, PageQuery, StringEnum, Timestamp } from '../../http/schemas.js'
 
 export const MANDATE_STATUSES = ['active', 'revoked', 'expired', 'consumed'] as const
 export type MandateStatus = (typeof MANDATE_STATUSES)[number]
@@ -55,8 +55,8 @@ export const CreateMandateBody = Type.Object({
   protocol: StringEnum(PROTOCOLS, { description: 'ap2 or acp; must equal the wish\'s when wish_id is given' }),
   max_amount: MinorAmount('Cap on each payment, in minor units'),
   budget_amount: Type.Optional(MinorAmount('Cap on the sum of all payments, in minor units; default max_amount')),
-  currency: Type.Optional(Type.String({ format: 'currency', description: 'ISO 4217, any case; default the wish\'s budget currency, else USD' })),
-  usage: Type.Optional(StringEnum(USAGES, { description: 'single_use (default) pays once; multi_use pays until the budget is spent' })),
+  currency: Type.Optional(CurrencyCode({ description: 'ISO 4217, any case; default the wish\'s budget currency, else USD' })),
+  usage: StringEnum(USAGES, { default: 'single_use', description: 'single_use (default) pays once; multi_use pays until the budget is spent' }),
   wish_id: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'The wish this mandate serves' })),
   expires_at: Type.String({ format: 'date-time', description: 'When the mandate lapses; must be in the future' }),
   not_before: Type.Optional(Nullable(Type.String({ format: 'date-time', description: 'No payment before this time' }))),
@@ -67,6 +67,19 @@ export const CreateMandateBody = Type.Object({
   examples: [{ protocol: 'ap2', max_amount: 5000, budget_amount: 15000, usage: 'multi_use', expires_at: '2026-12-22T10:00:00.000Z' }],
 })
 export type CreateMandateInput = Static<typeof CreateMandateBody>
+
+/**
+ * Defaults no schema can state (they depend on another member), applied before the idempotency
+ * fingerprint and the service. The currency of a mandate for a wish comes from the wish, so only a
+ * mandate without one defaults to USD here.
+ */
+export function withMandateDefaults(body: CreateMandateInput): CreateMandateInput {
+  return {
+    ...body,
+    budget_amount: body.budget_amount ?? body.max_amount,
+    ...(body.currency === undefined && body.wish_id === undefined ? { currency: 'USD' } : {}),
+  }
+}
 
 export const RevokeMandateBody = Type.Object({ idempotency_key: IdempotencyKeyField }, { additionalProperties: false, examples: [{ idempotency_key: 'revoke-agent-7' }] })
 

@@ -3,7 +3,7 @@ import { inTransaction } from '../../db/transaction.js'
 import { errors, FieldErrors } from '../../http/errors.js'
 import { pageOf } from '../../http/schemas.js'
 import { type Clock, toTimestamp } from '../../lib/clock.js'
-import { normalizeCurrency, toMinorUnits } from '../../lib/currency.js'
+import { toMinorUnits } from '../../lib/currency.js'
 import { newId } from '../../lib/ids.js'
 import type { RequestContext } from '../../lib/request-context.js'
 import { recordEvent } from '../events/outbox.js'
@@ -49,7 +49,7 @@ export function createMandateService(deps: { db: Database, clock: Clock }) {
       problems.throwIfAny()
 
       return inTransaction(db, ctx, async (trx) => {
-        let currency = input.currency ? normalizeCurrency(input.currency)! : undefined
+        let currency = input.currency
         const budgetAmount = input.budget_amount ?? input.max_amount
         if (input.wish_id !== undefined) {
           const wish = await findWish(trx, ctx.accountId, input.wish_id)
@@ -82,7 +82,7 @@ export function createMandateService(deps: { db: Database, clock: Clock }) {
           max_amount: input.max_amount,
           budget_amount: budgetAmount,
           amount_used: 0,
-          usage: input.usage ?? 'single_use',
+          usage: input.usage,
           uses_count: 0,
           expires_at: toTimestamp(expiresAt),
           not_before: notBefore ? toTimestamp(notBefore) : null,

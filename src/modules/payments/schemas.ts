@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { IdempotencyKeyField, IdParams, ListMeta, Metadata, Nullable, PageQuery, StringEnum, Timestamp } from '../../http/schemas.js'
+import { CurrencyCode, IdempotencyKeyField, IdParams, ListMeta, Metadata, Nullable, PageQuery, StringEnum, Timestamp } from '../../http/schemas.js'
 import { MinorAmount } from '../mandates/schemas.js'
 
 export const PAYMENT_STATUSES = ['pending', 'processing', 'succeeded', 'failed', 'refunded'] as const
@@ -46,7 +46,7 @@ export const PaymentRef = Type.Ref(PaymentSchema.$id!)
 export const CreatePaymentBody = Type.Object({
   mandate_id: Type.String({ minLength: 1, maxLength: 255, description: 'The mandate that authorises the payment' }),
   amount: MinorAmount('Amount in minor units, 1..10^12'),
-  currency: Type.String({ format: 'currency', default: 'USD', description: 'ISO 4217, any case; default USD; must be the mandate\'s' }),
+  currency: CurrencyCode({ default: 'USD', description: 'ISO 4217, any case; default USD; must be the mandate\'s' }),
   payment_method: Type.String({
     minLength: 1,
     maxLength: 64,

@@ -6,7 +6,6 @@ import { errors } from '../../http/errors.js'
 import { pageOf } from '../../http/schemas.js'
 import { enqueue } from '../../jobs/queue.js'
 import { type Clock, toTimestamp } from '../../lib/clock.js'
-import { normalizeCurrency } from '../../lib/currency.js'
 import { newId } from '../../lib/ids.js'
 import type { RequestContext } from '../../lib/request-context.js'
 import { recordEvent } from '../events/outbox.js'
@@ -105,7 +104,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       if (!processor.paymentMethods.includes(method)) {
         throw errors.parameterInvalid('payment_method', `payment_method must be one of: ${processor.paymentMethods.join(', ')}`)
       }
-      const currency = normalizeCurrency(input.currency)!
+      const currency = input.currency
       return inTransaction(db, ctx, async (trx) => {
         const nowDate = clock.now()
         const now = toTimestamp(nowDate)

@@ -1,12 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { IdempotencyKeyField, IdParams, ListMeta, Metadata, MetadataPatch, Nullable, PageQuery, StringEnum, Timestamp } from '../../http/schemas.js'
+import { CurrencyCode, IdempotencyKeyField, IdParams, ListMeta, Metadata, MetadataPatch, Nullable, PageQuery, StringEnum, Timestamp } from '../../http/schemas.js'
 import { WISH_STATUSES } from './transitions.js'
 
-const CurrencyCode = Type.String({
-  format: 'currency',
-  description: 'ISO 4217 code, any case; returned upper-case. Default USD.',
-  examples: ['USD'],
-})
 
 const BudgetInput = Type.Object({
   max: Type.Optional(Type.Number({
@@ -14,7 +9,7 @@ const BudgetInput = Type.Object({
     maximum: 1e12,
     description: 'Maximum to spend, in major units (199.99); no more decimals than the currency has',
   })),
-  currency: Type.Optional(CurrencyCode),
+  currency: Type.Optional(CurrencyCode({ description: 'ISO 4217 code, any case; returned upper-case. Default USD.' })),
 }, { additionalProperties: false })
 
 const Query = Type.String({ minLength: 1, maxLength: 2000, pattern: '\\S', description: 'What to obtain, in plain words; trimmed, 1..2000 characters' })

@@ -3,7 +3,7 @@ import type { Database } from '../../db/database.js'
 import { errors, FieldErrors } from '../../http/errors.js'
 import { type MetadataValue, pageOf } from '../../http/schemas.js'
 import { type Clock, toTimestamp } from '../../lib/clock.js'
-import { fitsMinorUnit, normalizeCurrency } from '../../lib/currency.js'
+import { fitsMinorUnit } from '../../lib/currency.js'
 import { newId } from '../../lib/ids.js'
 import type { RequestContext } from '../../lib/request-context.js'
 import { recordEvent } from '../events/outbox.js'
@@ -39,8 +39,8 @@ export function toWish(row: repo.WishRow, now: string): Wish {
 /** Checks a budget and returns its stored columns; null or absent clears it. */
 function budgetColumns(budget: BudgetInput, problems: FieldErrors): Pick<repo.WishRow, 'budget_max' | 'budget_currency'> {
   if (budget === null || budget === undefined) return { budget_max: null, budget_currency: null }
-  // The schema's `format: currency` has already refused unknown codes.
-  const currency = normalizeCurrency(budget.currency ?? 'USD') ?? 'USD'
+  // The schema has refused unknown codes and upper-cased the rest.
+  const currency = budget.currency ?? 'USD'
   if (budget.max !== undefined && !fitsMinorUnit(budget.max, currency)) {
     problems.invalid('budget.max', `budget.max has more decimal places than ${currency} allows`)
   }
