@@ -2,7 +2,9 @@ import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import { spawn } from 'node:child_process'
 import { describe, test } from 'node:test'
+import { ROOT, WISHPAY_BIN } from '../helpers/cli.js'
 import { startServer } from '../helpers/server.js'
 import { createPostgresSchema } from '../helpers/stores.js'
 
@@ -39,6 +41,25 @@ describe('wishpay serve (a real process)', () => {
       assert.equal((await fetch(`${second.url}/wishes`, { headers: { authorization: `Bearer ${key}` } })).status, 200)
       assert.equal(await second.stop('SIGINT'), 0)
     } finally {
+      fs.rmSync(dataDir, { recursive: true, force: true })
+    }
+  })
+
+  test('wishpay worker keeps running on its own until SIGTERM, then exits 0', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wishpay-worker-'))
+    const child = spawn(process.execPath, [WISHPAY_BIN, 'worker'], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', DATA_DIR: dataDir }, stdio: ['ignore', 'pipe', 'pipe'] })
+    try {
+      let output = ''
+      child.stdout.on('data', (chunk) => { output += chunk })
+      const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+      for (let i = 0; i < 100 && !output.includes('wishpay worker running'); i++) await new Promise((r) => setTimeout(r, 100))
+      assert.match(output, /wishpay worker running/)
+      await new Promise((r) => setTimeout(r, 1500))
+      assert.equal(child.exitCode, null, 'the worker exited on its own')
+      child.kill('SIGTERM')
+      assert.equal(await exited, 0)
+    } finally {
+      child.kill('SIGKILL')
       fs.rmSync(dataDir, { recursive: true, force: true })
     }
   })
