@@ -3,31 +3,10 @@ import { after, before, describe, test } from 'node:test'
 import { randomBase62 } from '../../src/lib/ids.js'
 import { createAccountService } from '../../src/modules/accounts/service.js'
 import { startAppWithClosedDatabase, startTestApp, toResponse, type Response, type TestApp } from '../helpers/app.js'
+import { assertEnvelopeHeaders, assertError } from '../helpers/assertions.js'
 import { storeKinds } from '../helpers/stores.js'
 
-const API_VERSION = '2026-11-01.beta'
 const MIB = 1024 * 1024
-const REQUEST_ID = /^req_[0-9a-z]{10,}$/
-
-/** Request-Id and API-Version are on the response; on an error the body's request_id is the header. */
-function assertEnvelopeHeaders(res: Response): string {
-  const id = res.headers['request-id']
-  assert.equal(typeof id, 'string', 'Request-Id header missing')
-  assert.match(id as string, REQUEST_ID)
-  assert.equal(res.headers['api-version'], API_VERSION)
-  if (res.status >= 400) assert.equal(res.body?.error?.request_id, id)
-  return id as string
-}
-
-/** An error answer in the contract's envelope with exactly this status, type and code. */
-function assertError(res: Response, status: number, type: string, code: string): void {
-  assert.equal(res.status, status, `expected ${status} ${code}, got ${res.status}: ${res.raw.slice(0, 300)}`)
-  assert.equal(res.body?.error?.type, type)
-  assert.equal(res.body?.error?.code, code)
-  assert.equal(typeof res.body.error.message, 'string')
-  assert.ok(res.body.error.message.length > 0)
-  assertEnvelopeHeaders(res)
-}
 
 /** The secret never comes back, neither in the body nor in a header. */
 function assertNotEchoed(res: Response, secret: string): void {

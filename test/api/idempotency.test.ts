@@ -1,37 +1,14 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { type Response, startTestApp, type TestAccount, type TestApp } from '../helpers/app.js'
+import { API_VERSION, assertError, requestIdOf } from '../helpers/assertions.js'
+import { countEvents, createMandate, createSucceededPayment, DAY_MS, getMandate, inFuture } from '../helpers/fixtures.js'
 import { storeKinds } from '../helpers/stores.js'
 
 /**
  * Idempotency through HTTP, on every store: contract section 5 (with the error envelope of section 2
  * and the payment operations of section 6).
  */
-
-const API_VERSION = '2026-11-01.beta'
-const DAY_MS = 24 * 60 * 60 * 1000
-
-function requestIdOf(res: Response): string {
-  const id = res.headers['request-id']
-  assert.equal(typeof id, 'string', 'Request-Id header present')
-  assert.match(id as string, /^req_/)
-  return id as string
-}
-
-/** The error envelope of contract section 2. */
-function assertError(res: Response, status: number, type: string, code: string, param?: string): any {
-  assert.equal(res.status, status, `expected ${status}, got ${res.status}: ${res.raw}`)
-  assert.equal(res.headers['api-version'], API_VERSION)
-  const error = res.body?.error
-  assert.ok(error, `error envelope: ${res.raw}`)
-  assert.equal(error.type, type)
-  assert.equal(error.code, code)
-  assert.equal(typeof error.message, 'string')
-  assert.ok(error.message.length > 0)
-  assert.equal(error.request_id, requestIdOf(res))
-  if (param !== undefined) assert.equal(error.param, param)
-  return error
-}
 
 function assertInvalidKey(res: Response): void {
   assertError(res, 400, 'invalid_request_error', 'parameter_invalid', 'idempotency_key')
@@ -50,6 +27,13 @@ function assertReplay(res: Response, first: Response): void {
   assert.equal(res.headers['api-version'], API_VERSION)
 }
 
+/** The idempotency keys the store holds for the account, in order. */
+async function keyRows(t: TestApp, accountId: string): Promise<string[]> {
+  const rows = await t.store.db.kysely.selectFrom('idempotency_keys').select('idempotency_key')
+    .where('account_id', '=', accountId).orderBy('idempotency_key').execute()
+  return rows.map((r) => r.idempotency_key)
+}
+
 let keySeq = 0
 /** A key no other test uses. */
 const newKey = (label = 'k') => `${label}-${process.pid}-${Date.now()}-${++keySeq}`
@@ -60,44 +44,14 @@ for (const kind of storeKinds()) {
     before(async () => { t = await startTestApp(kind) })
     after(async () => { await t.close() })
 
-    const inFuture = (ms: number) => new Date(t.clock.now().getTime() + ms).toISOString()
-
-    async function mandate(a: TestAccount, body: Record<string, unknown> = {}): Promise<any> {
-      const res = await a.request('POST', '/mandates', {
-        protocol: 'ap2', max_amount: 1000, budget_amount: 5000, usage: 'multi_use', expires_at: inFuture(30 * DAY_MS), ...body,
-      })
-      assert.equal(res.status, 201, res.raw)
-      return res.body.data
-    }
-
-    async function getMandate(a: TestAccount, id: string): Promise<any> {
-      const res = await a.request('GET', `/mandates/${id}`)
-      assert.equal(res.status, 200, res.raw)
-      return res.body.data
-    }
+    const mandate = (a: TestAccount, body: Record<string, unknown> = {}) => createMandate(t, a, {
+      max_amount: 1000, budget_amount: 5000, usage: 'multi_use', expires_at: inFuture(t, 30 * DAY_MS), ...body,
+    })
+    const succeededPayment = (a: TestAccount, mandateId: string, amount = 100) => createSucceededPayment(a, mandateId, amount, newKey('setup'))
 
     async function paymentCount(accountId: string): Promise<number> {
       const rows = await t.store.db.kysely.selectFrom('payments').select('id').where('account_id', '=', accountId).execute()
       return rows.length
-    }
-
-    async function eventCount(accountId: string, type: string): Promise<number> {
-      const rows = await t.store.db.kysely.selectFrom('events').select('id')
-        .where('account_id', '=', accountId).where('type', '=', type).execute()
-      return rows.length
-    }
-
-    async function keyRows(accountId: string): Promise<string[]> {
-      const rows = await t.store.db.kysely.selectFrom('idempotency_keys').select('idempotency_key')
-        .where('account_id', '=', accountId).orderBy('idempotency_key').execute()
-      return rows.map((r) => r.idempotency_key)
-    }
-
-    async function succeededPayment(a: TestAccount, mandateId: string, amount = 100): Promise<any> {
-      const res = await a.request('POST', '/payments', { mandate_id: mandateId, amount, idempotency_key: newKey('setup') })
-      assert.equal(res.status, 201, res.raw)
-      assert.equal(res.body.data.status, 'succeeded')
-      return res.body.data
     }
 
     // ---------------------------------------------------------------- where the key comes from
@@ -131,7 +85,7 @@ for (const kind of storeKinds()) {
       assertFresh(res, 201)
       const again = await a.request('POST', '/payments', { mandate_id: m.id, amount: 100, idempotency_key: key }, { headers: { 'idempotency-key': key } })
       assertReplay(again, res)
-      assert.deepEqual(await keyRows(a.id), [key])
+      assert.deepEqual(await keyRows(t, a.id), [key])
       assert.equal(await paymentCount(a.id), 1)
     })
 
@@ -142,7 +96,7 @@ for (const kind of storeKinds()) {
       assertError(res, 400, 'invalid_request_error', 'idempotency_key_mismatch', 'idempotency_key')
       assert.equal(res.headers['idempotent-replayed'], undefined)
       assert.equal(await paymentCount(a.id), 0)
-      assert.deepEqual(await keyRows(a.id), [])
+      assert.deepEqual(await keyRows(t, a.id), [])
 
       const wish = await a.request('POST', '/wishes', { query: 'a kettle', idempotency_key: 'one' }, { headers: { 'idempotency-key': 'two' } })
       assertError(wish, 400, 'invalid_request_error', 'idempotency_key_mismatch', 'idempotency_key')
@@ -186,16 +140,16 @@ for (const kind of storeKinds()) {
       assertFresh(w1, 201)
       assertFresh(w2, 201)
       assert.notEqual(w1.body.data.id, w2.body.data.id)
-      const m1 = await a.request('POST', '/mandates', { protocol: 'ap2', max_amount: 1000, expires_at: inFuture(DAY_MS) })
+      const m1 = await a.request('POST', '/mandates', { protocol: 'ap2', max_amount: 1000, expires_at: inFuture(t, DAY_MS) })
       assertFresh(m1, 201)
       const r1 = await a.request('POST', `/mandates/${m1.body.data.id}/revoke`)
       assertFresh(r1, 200)
       assert.equal(r1.body.data.status, 'revoked')
-      assert.deepEqual(await keyRows(a.id), [])
+      assert.deepEqual(await keyRows(t, a.id), [])
 
       // With a key: the mandate is made once.
       const mk = newKey()
-      const expires = inFuture(DAY_MS)
+      const expires = inFuture(t, DAY_MS)
       const m2 = await a.request('POST', '/mandates', { protocol: 'ap2', max_amount: 1000, expires_at: expires, idempotency_key: mk })
       assertFresh(m2, 201)
       assertReplay(await a.request('POST', '/mandates', { protocol: 'ap2', max_amount: 1000, expires_at: expires, idempotency_key: mk }), m2)
@@ -208,7 +162,7 @@ for (const kind of storeKinds()) {
       assertFresh(r2, 200)
       assert.equal(r2.body.data.status, 'revoked')
       assertReplay(await a.request('POST', `/mandates/${m2.body.data.id}/revoke`, undefined, { headers: { 'idempotency-key': rk } }), r2)
-      assert.equal(await eventCount(a.id, 'mandate.revoked'), 2)
+      assert.equal(await countEvents(t, a.id, 'mandate.revoked'), 2)
     })
 
     // ---------------------------------------------------------------- key format
@@ -221,7 +175,7 @@ for (const kind of storeKinds()) {
         assertInvalidKey(res)
       }
       assert.equal(await paymentCount(a.id), 0)
-      assert.deepEqual(await keyRows(a.id), [])
+      assert.deepEqual(await keyRows(t, a.id), [])
 
       const longest = `${'y'.repeat(254)}~`
       const ok = await a.request('POST', '/payments', { mandate_id: m.id, amount: 100, idempotency_key: longest })
@@ -229,7 +183,7 @@ for (const kind of storeKinds()) {
       const spaces = ' !"#$%&\'()*+,-./:;<=>?@[\\]^_`{|}~ '
       const ok2 = await a.request('POST', '/payments', { mandate_id: m.id, amount: 100, idempotency_key: spaces })
       assertFresh(ok2, 201)
-      assert.deepEqual((await keyRows(a.id)).sort(), [longest, spaces].sort())
+      assert.deepEqual((await keyRows(t, a.id)).sort(), [longest, spaces].sort())
     })
 
     test('key format: the Idempotency-Key header follows the same rule', async () => {
@@ -243,11 +197,11 @@ for (const kind of storeKinds()) {
       assertInvalidKey(await a.request('POST', '/wishes', { query: 'a kettle' }, { headers: { 'idempotency-key': 'x'.repeat(256) } }))
       assertInvalidKey(await a.request('POST', '/wishes', { query: 'a kettle', idempotency_key: '' }))
       assert.equal(await paymentCount(a.id), 0)
-      assert.deepEqual(await keyRows(a.id), [])
+      assert.deepEqual(await keyRows(t, a.id), [])
 
       const ok = await a.request('POST', '/payments', { mandate_id: m.id, amount: 100 }, { headers: { 'idempotency-key': 'z'.repeat(255) } })
       assertFresh(ok, 201)
-      assert.deepEqual(await keyRows(a.id), ['z'.repeat(255)])
+      assert.deepEqual(await keyRows(t, a.id), ['z'.repeat(255)])
     })
 
     // ---------------------------------------------------------------- scope and fingerprint
@@ -294,7 +248,7 @@ for (const kind of storeKinds()) {
     test('defaults that depend on another member and currency case count as applied: such retries replay', async () => {
       const a = await t.account()
       const key = newKey()
-      const expiresAt = inFuture(30 * DAY_MS)
+      const expiresAt = inFuture(t, 30 * DAY_MS)
       const first = await a.request('POST', '/mandates', { protocol: 'ap2', max_amount: 500, expires_at: expiresAt, idempotency_key: key })
       assertFresh(first, 201)
       assert.equal(first.body.data.budget_amount, 500)
@@ -388,8 +342,8 @@ for (const kind of storeKinds()) {
       const after = await getMandate(a, m.id)
       assert.equal(after.amount_used, 250)
       assert.equal(after.uses_count, 1)
-      assert.equal(await eventCount(a.id, 'payment.created'), 1)
-      assert.equal(await eventCount(a.id, 'payment.succeeded'), 1)
+      assert.equal(await countEvents(t, a.id, 'payment.created'), 1)
+      assert.equal(await countEvents(t, a.id, 'payment.succeeded'), 1)
       const get = await a.request('GET', `/payments/${first.body.data.id}`)
       assert.deepEqual(get.body.data, first.body.data)
     })
@@ -403,7 +357,7 @@ for (const kind of storeKinds()) {
       assert.equal((await getMandate(a, m.id)).status, 'consumed')
       assertReplay(await a.request('POST', '/payments', { mandate_id: m.id, amount: 700, idempotency_key: key }), first)
       assert.equal(await paymentCount(a.id), 1)
-      assert.equal(await eventCount(a.id, 'mandate.consumed'), 1)
+      assert.equal(await countEvents(t, a.id, 'mandate.consumed'), 1)
     })
 
     // ---------------------------------------------------------------- saved outcomes
@@ -418,9 +372,9 @@ for (const kind of storeKinds()) {
       const again = await a.request('POST', '/payments', body)
       assertReplay(again, first)
       assert.equal(again.body.error.request_id, first.body.error.request_id)
-      assert.deepEqual(await keyRows(a.id), [key])
+      assert.deepEqual(await keyRows(t, a.id), [key])
       assert.equal(await paymentCount(a.id), 0)
-      assert.equal(await eventCount(a.id, 'payment.created'), 0)
+      assert.equal(await countEvents(t, a.id, 'payment.created'), 0)
     })
 
     test('a 422 mandate_budget_exceeded is saved: replayed even once the mandate would allow it, and it left no trace', async () => {
@@ -441,7 +395,7 @@ for (const kind of storeKinds()) {
       // No trace of work: no payment, the mandate as it was, no event.
       assert.equal(await paymentCount(a.id), 1)
       assert.deepEqual(await getMandate(a, m.id), before)
-      assert.equal(await eventCount(a.id, 'payment.created'), 1)
+      assert.equal(await countEvents(t, a.id, 'payment.created'), 1)
 
       // The transfer fails and gives its 600 back.
       await t.jobs.runOnce()
@@ -467,7 +421,7 @@ for (const kind of storeKinds()) {
       assert.equal(first.headers['idempotent-replayed'], undefined)
       const again = await a.request('POST', '/payments/pay_doesnotexist0000000000/refunds', { amount: 10 }, { headers: { 'idempotency-key': key } })
       assertReplay(again, first)
-      assert.deepEqual(await keyRows(a.id), [key])
+      assert.deepEqual(await keyRows(t, a.id), [key])
     })
 
     test('a 422 refund_exceeds_payment is saved and replayed; the payment is untouched', async () => {
@@ -491,7 +445,7 @@ for (const kind of storeKinds()) {
       const key = newKey()
       const bad = await a.request('POST', '/payments', { mandate_id: m.id, amount: -1, idempotency_key: key })
       assertError(bad, 400, 'invalid_request_error', 'parameter_invalid', 'amount')
-      assert.deepEqual(await keyRows(a.id), [])
+      assert.deepEqual(await keyRows(t, a.id), [])
       // The same bad request again is answered afresh, not replayed.
       const badAgain = await a.request('POST', '/payments', { mandate_id: m.id, amount: -1, idempotency_key: key })
       assertError(badAgain, 400, 'invalid_request_error', 'parameter_invalid', 'amount')
@@ -508,7 +462,7 @@ for (const kind of storeKinds()) {
       const key = newKey()
       const bad = await a.request('POST', '/payments', { mandate_id: m.id, amount: 100, payment_method: 'carrier_pigeon', idempotency_key: key })
       assertError(bad, 400, 'invalid_request_error', 'parameter_invalid', 'payment_method')
-      assert.deepEqual(await keyRows(a.id), [])
+      assert.deepEqual(await keyRows(t, a.id), [])
       const ok = await a.request('POST', '/payments', { mandate_id: m.id, amount: 100, idempotency_key: key })
       assertFresh(ok, 201)
     })
@@ -527,7 +481,7 @@ for (const kind of storeKinds()) {
       const readOnlyAgain = await a.request('POST', '/payments', body, { key: a.readKey })
       assertError(readOnlyAgain, 403, 'permission_error', 'insufficient_scope')
       assert.equal(readOnlyAgain.headers['idempotent-replayed'], undefined)
-      assert.deepEqual(await keyRows(a.id), [])
+      assert.deepEqual(await keyRows(t, a.id), [])
       assert.equal(await paymentCount(a.id), 0)
 
       const ok = await a.request('POST', '/payments', body)
@@ -545,12 +499,12 @@ for (const kind of storeKinds()) {
       const first = await a.request('POST', `/mandates/${m.id}/revoke`, { idempotency_key: key })
       assertError(first, 409, 'conflict_error', 'invalid_state_transition')
       assert.equal(first.headers['idempotent-replayed'], undefined)
-      assert.deepEqual(await keyRows(a.id), [])
+      assert.deepEqual(await keyRows(t, a.id), [])
       const second = await a.request('POST', `/mandates/${m.id}/revoke`, { idempotency_key: key })
       assertError(second, 409, 'conflict_error', 'invalid_state_transition')
       assert.equal(second.headers['idempotent-replayed'], undefined)
       assert.notEqual(second.body.error.request_id, first.body.error.request_id)
-      assert.deepEqual(await keyRows(a.id), [])
+      assert.deepEqual(await keyRows(t, a.id), [])
     })
 
     // ---------------------------------------------------------------- concurrency
@@ -580,8 +534,8 @@ for (const kind of storeKinds()) {
 
       assert.equal(await paymentCount(a.id), 1)
       assert.equal((await getMandate(a, m.id)).amount_used, 100)
-      assert.equal(await eventCount(a.id, 'payment.created'), 1)
-      assert.deepEqual(await keyRows(a.id), [key])
+      assert.equal(await countEvents(t, a.id, 'payment.created'), 1)
+      assert.deepEqual(await keyRows(t, a.id), [key])
       // After the race the key replays the one payment.
       assertReplay(await a.request('POST', '/payments', body), fresh[0]!)
     })
@@ -600,7 +554,7 @@ for (const kind of storeKinds()) {
       assert.equal(again.body.data.id, first.body.data.id)
       const rows = await t.store.db.kysely.selectFrom('wishes').select('id').where('account_id', '=', a.id).execute()
       assert.deepEqual(rows.map((r) => r.id), [first.body.data.id])
-      assert.equal(await eventCount(a.id, 'wish.created'), 1)
+      assert.equal(await countEvents(t, a.id, 'wish.created'), 1)
       // Another wish body with the same key is a reuse.
       assertError(await a.request('POST', '/wishes', { query: 'a teapot', idempotency_key: key }), 422, 'idempotency_error', 'idempotency_key_reused', 'idempotency_key')
     })
@@ -625,19 +579,9 @@ for (const kind of storeKinds()) {
     before(async () => { t = await startTestApp(kind, { IDEMPOTENCY_TTL_SECONDS: '60' }) })
     after(async () => { await t.close() })
 
-    const inFuture = (ms: number) => new Date(t.clock.now().getTime() + ms).toISOString()
-
-    async function mandate(a: TestAccount): Promise<any> {
-      const res = await a.request('POST', '/mandates', { protocol: 'ap2', max_amount: 1000, budget_amount: 10_000, usage: 'multi_use', expires_at: inFuture(30 * DAY_MS) })
-      assert.equal(res.status, 201, res.raw)
-      return res.body.data
-    }
-
-    async function keyRows(accountId: string): Promise<string[]> {
-      const rows = await t.store.db.kysely.selectFrom('idempotency_keys').select('idempotency_key')
-        .where('account_id', '=', accountId).orderBy('idempotency_key').execute()
-      return rows.map((r) => r.idempotency_key)
-    }
+    const mandate = (a: TestAccount) => createMandate(t, a, {
+      max_amount: 1000, budget_amount: 10_000, usage: 'multi_use', expires_at: inFuture(t, 30 * DAY_MS),
+    })
 
     async function paymentIds(accountId: string): Promise<string[]> {
       const rows = await t.store.db.kysely.selectFrom('payments').select('id').where('account_id', '=', accountId).orderBy('id').execute()
@@ -664,7 +608,7 @@ for (const kind of storeKinds()) {
       assert.equal(mres.body.data.amount_used, 200)
       // The new answer is the one now kept.
       assertReplay(await a.request('POST', '/payments', body), second)
-      assert.deepEqual(await keyRows(a.id), [key])
+      assert.deepEqual(await keyRows(t, a.id), [key])
 
       // An expired key may also be used for a different request: no 422 idempotency_key_reused.
       t.clock.advance(61_000)
@@ -684,10 +628,10 @@ for (const kind of storeKinds()) {
       const liveKey = newKey('live')
       const live = await a.request('POST', '/payments', { mandate_id: m.id, amount: 100, idempotency_key: liveKey })
       assertFresh(live, 201)
-      assert.deepEqual(await keyRows(a.id), [liveKey, oldKey, oldWish].sort())
+      assert.deepEqual(await keyRows(t, a.id), [liveKey, oldKey, oldWish].sort())
 
       await t.jobs.runOnce()
-      assert.deepEqual(await keyRows(a.id), [liveKey])
+      assert.deepEqual(await keyRows(t, a.id), [liveKey])
       // What was kept still replays; what went is new again.
       assertReplay(await a.request('POST', '/payments', { mandate_id: m.id, amount: 100, idempotency_key: liveKey }), live)
       const again = await a.request('POST', '/payments', { mandate_id: m.id, amount: 100, idempotency_key: oldKey })

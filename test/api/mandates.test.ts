@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
-import { randomUUID } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
 import { type Response, startTestApp, type TestAccount, type TestApp } from '../helpers/app.js'
+import { assertEnvelopeHeaders, assertError, assertInvalid, assertNotFound, assertPaymentError, ids, ISO_MS, newestFirst, requestIdOf } from '../helpers/assertions.js'
+import { countEvents, createMandate, createMandateRaw, createSucceededPayment, createWish, eventsOf, getList, getMandate, HOUR, inFuture } from '../helpers/fixtures.js'
 import { storeKinds } from '../helpers/stores.js'
 
 /**
@@ -9,60 +10,7 @@ import { storeKinds } from '../helpers/stores.js'
  * section 4, the list rules of section 1, the errors of section 2 and the events of section 7.
  */
 
-const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const MANDATE_ID = /^mdt_[0-9A-Za-z]{16,}$/
-const API_VERSION = '2026-11-01.beta'
-const HOUR = 3_600_000
-
-function requestIdOf(res: Response): string {
-  const id = res.headers['request-id']
-  assert.equal(typeof id, 'string', 'Request-Id header present')
-  assert.match(id as string, /^req_/)
-  return id as string
-}
-
-/** The error envelope of contract section 2. */
-function assertError(res: Response, status: number, type: string, code: string, param?: string): any {
-  assert.equal(res.status, status, `expected ${status}, got ${res.status}: ${res.raw}`)
-  assert.equal(res.headers['api-version'], API_VERSION)
-  const error = res.body?.error
-  assert.ok(error, `error envelope: ${res.raw}`)
-  assert.equal(error.type, type, res.raw)
-  assert.equal(error.code, code, res.raw)
-  assert.equal(typeof error.message, 'string')
-  assert.ok(error.message.length > 0)
-  assert.equal(error.request_id, requestIdOf(res))
-  if (param !== undefined) assert.equal(error.param, param, res.raw)
-  return error
-}
-
-/** A 400 where exactly one parameter failed: `param` and `errors` both name it. */
-function assertInvalid(res: Response, param: string, code = 'parameter_invalid'): void {
-  const error = assertError(res, 400, 'invalid_request_error', code, param)
-  assert.ok(Array.isArray(error.errors), 'errors[] present')
-  assert.equal(error.errors.length, 1, JSON.stringify(error.errors))
-  assert.equal(error.errors[0].param, param)
-  assert.equal(error.errors[0].code, code)
-  assert.equal(typeof error.errors[0].message, 'string')
-}
-
-function assertNotFound(res: Response): void {
-  assertError(res, 404, 'invalid_request_error', 'resource_missing')
-}
-
-function assertPaymentError(res: Response, code: string, param?: string): void {
-  assertError(res, 422, 'payment_error', code, param)
-}
-
-/** The order of contract section 1: created_at desc, then id desc. */
-function newestFirst<T extends { id: string, created_at: string }>(items: T[]): T[] {
-  return [...items].sort((a, b) => {
-    if (a.created_at !== b.created_at) return a.created_at < b.created_at ? 1 : -1
-    return a.id < b.id ? 1 : a.id > b.id ? -1 : 0
-  })
-}
-
-const ids = (items: Array<{ id: string }>) => items.map((m) => m.id)
 
 for (const kind of storeKinds()) {
   describe(`mandates (${kind.name})`, () => {
@@ -70,23 +18,12 @@ for (const kind of storeKinds()) {
     before(async () => { t = await startTestApp(kind) })
     after(async () => { await t.close() })
 
-    const inFuture = (ms: number) => new Date(t.clock.now().getTime() + ms).toISOString()
-
-    async function createRaw(a: TestAccount, body: Record<string, unknown>): Promise<Response> {
-      return a.request('POST', '/mandates', { protocol: 'ap2', max_amount: 5000, expires_at: inFuture(HOUR), ...body })
-    }
-
-    async function create(a: TestAccount, body: Record<string, unknown> = {}): Promise<any> {
-      const res = await createRaw(a, body)
-      assert.equal(res.status, 201, res.raw)
-      return res.body.data
-    }
-
-    async function createWish(a: TestAccount, body: Record<string, unknown> = {}): Promise<any> {
-      const res = await a.request('POST', '/wishes', { query: 'noise-cancelling headphones', ...body })
-      assert.equal(res.status, 201, res.raw)
-      return res.body.data
-    }
+    const createRaw = (a: TestAccount, body: Record<string, unknown>) => createMandateRaw(t, a, body)
+    const create = (a: TestAccount, body: Record<string, unknown> = {}) => createMandate(t, a, body)
+    const newWish = (a: TestAccount, body: Record<string, unknown> = {}) => createWish(a, { query: 'noise-cancelling headphones', ...body })
+    const get = getMandate
+    const list = (a: TestAccount, qs = '') => getList(a, `/mandates${qs}`)
+    const pay = (a: TestAccount, mandateId: string, amount: number) => createSucceededPayment(a, mandateId, amount)
 
     async function setWishStatus(a: TestAccount, id: string, status: string): Promise<void> {
       const res = await a.request('PUT', `/wishes/${id}`, { status })
@@ -94,41 +31,8 @@ for (const kind of storeKinds()) {
       assert.equal(res.body.data.status, status)
     }
 
-    async function get(a: TestAccount, id: string): Promise<any> {
-      const res = await a.request('GET', `/mandates/${id}`)
-      assert.equal(res.status, 200, res.raw)
-      return res.body.data
-    }
-
-    async function list(a: TestAccount, qs = ''): Promise<any> {
-      const res = await a.request('GET', `/mandates${qs}`)
-      assert.equal(res.status, 200, res.raw)
-      assert.deepEqual(Object.keys(res.body).sort(), ['data', 'meta'])
-      assert.deepEqual(Object.keys(res.body.meta).sort(), ['limit', 'offset', 'total'])
-      return res.body
-    }
-
     async function revoke(a: TestAccount, id: string): Promise<Response> {
       return a.request('POST', `/mandates/${id}/revoke`, {})
-    }
-
-    async function pay(a: TestAccount, mandateId: string, amount: number): Promise<any> {
-      const res = await a.request('POST', '/payments', { mandate_id: mandateId, amount, idempotency_key: randomUUID() })
-      assert.equal(res.status, 201, res.raw)
-      assert.equal(res.body.data.status, 'succeeded')
-      return res.body.data
-    }
-
-    async function eventsOf(accountId: string, objectId: string) {
-      const rows = await t.store.db.kysely.selectFrom('events').selectAll()
-        .where('account_id', '=', accountId).where('object_id', '=', objectId)
-        .orderBy('id').execute()
-      return rows.map((r) => ({ ...r, data: JSON.parse(r.data) as { object: any } }))
-    }
-
-    async function eventCount(accountId: string): Promise<number> {
-      const rows = await t.store.db.kysely.selectFrom('events').select('id').where('account_id', '=', accountId).execute()
-      return rows.length
     }
 
     async function storedStatus(id: string): Promise<string> {
@@ -141,12 +45,11 @@ for (const kind of storeKinds()) {
     test('POST /mandates 201: full shape with the defaults', async () => {
       const a = await t.account()
       const before = t.clock.now().toISOString()
-      const expiresAt = inFuture(HOUR)
+      const expiresAt = inFuture(t, HOUR)
       const res = await a.request('POST', '/mandates', { protocol: 'ap2', max_amount: 5000, expires_at: expiresAt })
       const afterIso = t.clock.now().toISOString()
       assert.equal(res.status, 201, res.raw)
-      assert.equal(res.headers['api-version'], API_VERSION)
-      requestIdOf(res)
+      assertEnvelopeHeaders(res)
       assert.deepEqual(Object.keys(res.body), ['data'])
       const m = res.body.data
       assert.match(m.id, MANDATE_ID)
@@ -175,7 +78,7 @@ for (const kind of storeKinds()) {
 
     test('POST /mandates 201: every member given is kept, currency upper-cased, times normalised to UTC', async () => {
       const a = await t.account()
-      const notBefore = inFuture(60_000)
+      const notBefore = inFuture(t, 60_000)
       const m = await create(a, {
         protocol: 'acp',
         max_amount: 1000,
@@ -214,7 +117,7 @@ for (const kind of storeKinds()) {
 
     test('POST /mandates validation: each bad member is a 400 naming it, and nothing is created', async () => {
       const a = await t.account()
-      const base = { protocol: 'ap2', max_amount: 5000, expires_at: inFuture(HOUR) }
+      const base = { protocol: 'ap2', max_amount: 5000, expires_at: inFuture(t, HOUR) }
       const without = (key: string) => Object.fromEntries(Object.entries(base).filter(([k]) => k !== key))
       const past = new Date(t.clock.now().getTime() - 1000).toISOString()
       const cases: Array<[string, unknown, string, string]> = [
@@ -235,7 +138,7 @@ for (const kind of storeKinds()) {
         ['expires_at in the past', { ...base, expires_at: past }, 'expires_at', 'parameter_invalid'],
         ['expires_at long past', { ...base, expires_at: '2001-01-01T00:00:00.000Z' }, 'expires_at', 'parameter_invalid'],
         ['expires_at not a date', { ...base, expires_at: 'next tuesday' }, 'expires_at', 'parameter_invalid'],
-        ['not_before after expires_at', { ...base, not_before: inFuture(2 * HOUR) }, 'not_before', 'parameter_invalid'],
+        ['not_before after expires_at', { ...base, not_before: inFuture(t, 2 * HOUR) }, 'not_before', 'parameter_invalid'],
         ['not_before not a date', { ...base, not_before: 'soon' }, 'not_before', 'parameter_invalid'],
         ['currency XYZ', { ...base, currency: 'XYZ' }, 'currency', 'parameter_invalid'],
         ['currency not a code', { ...base, currency: 'dollars' }, 'currency', 'parameter_invalid'],
@@ -252,12 +155,12 @@ for (const kind of storeKinds()) {
         assert.doesNotThrow(() => assertInvalid(res, param, code), `${name}: ${res.raw}`)
       }
       assert.equal((await list(a)).meta.total, 0)
-      assert.equal(await eventCount(a.id), 0)
+      assert.equal(await countEvents(t, a.id), 0)
     })
 
     test('POST /mandates with a read key: 403 insufficient_scope, nothing created', async () => {
       const a = await t.account()
-      const res = await a.request('POST', '/mandates', { protocol: 'ap2', max_amount: 5000, expires_at: inFuture(HOUR) }, { key: a.readKey })
+      const res = await a.request('POST', '/mandates', { protocol: 'ap2', max_amount: 5000, expires_at: inFuture(t, HOUR) }, { key: a.readKey })
       assertError(res, 403, 'permission_error', 'insufficient_scope')
       assert.equal((await list(a)).meta.total, 0)
       const m = await create(a)
@@ -274,21 +177,21 @@ for (const kind of storeKinds()) {
       const a = await t.account()
       const b = await t.account()
       assertPaymentError(await createRaw(a, { wish_id: 'wish_01aaaaaaaaaaaaaaaaaaaaaaaa' }), 'wish_not_usable', 'wish_id')
-      const theirs = await createWish(b)
+      const theirs = await newWish(b)
       assertPaymentError(await createRaw(a, { wish_id: theirs.id }), 'wish_not_usable', 'wish_id')
       for (const status of ['cancelled', 'fulfilled', 'expired']) {
-        const w = await createWish(a)
+        const w = await newWish(a)
         await setWishStatus(a, w.id, status)
         assertPaymentError(await createRaw(a, { wish_id: w.id }), 'wish_not_usable', 'wish_id')
       }
       assert.equal((await list(a)).meta.total, 0)
 
       // Open wishes (active, pending) are usable, and the mandate names its wish.
-      const active = await createWish(a)
+      const active = await newWish(a)
       const m1 = await create(a, { wish_id: active.id })
       assert.equal(m1.wish_id, active.id)
       assert.equal(m1.currency, 'USD')
-      const pending = await createWish(a)
+      const pending = await newWish(a)
       await setWishStatus(a, pending.id, 'pending')
       assert.equal((await create(a, { wish_id: pending.id })).wish_id, pending.id)
       assert.equal((await list(a)).meta.total, 2)
@@ -296,27 +199,27 @@ for (const kind of storeKinds()) {
 
     test('POST /mandates with wish_id: a wish past its expires_at is not usable', async () => {
       const a = await t.account()
-      const w = await createWish(a, { expires_at: inFuture(1000) })
+      const w = await newWish(a, { expires_at: inFuture(t, 1000) })
       // Before it lapses it is usable.
       assert.equal((await create(a, { wish_id: w.id })).wish_id, w.id)
       t.clock.advance(2000)
-      assertPaymentError(await createRaw(a, { wish_id: w.id, expires_at: inFuture(HOUR) }), 'wish_not_usable', 'wish_id')
+      assertPaymentError(await createRaw(a, { wish_id: w.id, expires_at: inFuture(t, HOUR) }), 'wish_not_usable', 'wish_id')
       assert.equal((await list(a)).meta.total, 1)
     })
 
     test('POST /mandates with wish_id: the protocol must be the wish\'s (422 protocol_mismatch)', async () => {
       const a = await t.account()
-      const acp = await createWish(a, { protocol: 'acp' })
+      const acp = await newWish(a, { protocol: 'acp' })
       assertPaymentError(await createRaw(a, { wish_id: acp.id, protocol: 'ap2' }), 'protocol_mismatch', 'protocol')
       assert.equal((await create(a, { wish_id: acp.id, protocol: 'acp' })).protocol, 'acp')
-      const ap2 = await createWish(a) // auto resolves to ap2
+      const ap2 = await newWish(a) // auto resolves to ap2
       assertPaymentError(await createRaw(a, { wish_id: ap2.id, protocol: 'acp' }), 'protocol_mismatch', 'protocol')
       assert.equal((await create(a, { wish_id: ap2.id, protocol: 'ap2' })).protocol, 'ap2')
     })
 
     test('POST /mandates with wish_id: budget_amount may not exceed the wish\'s budget in minor units (USD 2, JPY 0, KWD 3)', async () => {
       const a = await t.account()
-      const usd = await createWish(a, { budget: { max: 199.99, currency: 'USD' } })
+      const usd = await newWish(a, { budget: { max: 199.99, currency: 'USD' } })
       const okUsd = await create(a, { wish_id: usd.id, max_amount: 19999 })
       assert.equal(okUsd.budget_amount, 19999)
       assert.equal(okUsd.currency, 'USD')
@@ -324,19 +227,19 @@ for (const kind of storeKinds()) {
       assertPaymentError(await createRaw(a, { wish_id: usd.id, max_amount: 20000 }), 'wish_budget_exceeded', 'budget_amount')
       assertPaymentError(await createRaw(a, { wish_id: usd.id, max_amount: 100, budget_amount: 20000 }), 'wish_budget_exceeded', 'budget_amount')
 
-      const jpy = await createWish(a, { budget: { max: 500, currency: 'JPY' } })
+      const jpy = await newWish(a, { budget: { max: 500, currency: 'JPY' } })
       const okJpy = await create(a, { wish_id: jpy.id, max_amount: 500 })
       assert.equal(okJpy.budget_amount, 500)
       assert.equal(okJpy.currency, 'JPY', 'the wish\'s currency becomes the mandate\'s')
       assertPaymentError(await createRaw(a, { wish_id: jpy.id, max_amount: 501 }), 'wish_budget_exceeded', 'budget_amount')
 
-      const kwd = await createWish(a, { budget: { max: 1.5, currency: 'kwd' } })
+      const kwd = await newWish(a, { budget: { max: 1.5, currency: 'kwd' } })
       const okKwd = await create(a, { wish_id: kwd.id, max_amount: 1500 })
       assert.equal(okKwd.budget_amount, 1500)
       assert.equal(okKwd.currency, 'KWD')
       assertPaymentError(await createRaw(a, { wish_id: kwd.id, max_amount: 1501 }), 'wish_budget_exceeded', 'budget_amount')
 
-      const zero = await createWish(a, { budget: { max: 0 } })
+      const zero = await newWish(a, { budget: { max: 0 } })
       assertPaymentError(await createRaw(a, { wish_id: zero.id, max_amount: 1 }), 'wish_budget_exceeded', 'budget_amount')
 
       assert.equal((await list(a)).meta.total, 4)
@@ -344,18 +247,18 @@ for (const kind of storeKinds()) {
 
     test('POST /mandates with wish_id: the wish\'s budget currency is the mandate\'s (422 currency_mismatch otherwise)', async () => {
       const a = await t.account()
-      const jpy = await createWish(a, { budget: { max: 500, currency: 'JPY' } })
+      const jpy = await newWish(a, { budget: { max: 500, currency: 'JPY' } })
       assertPaymentError(await createRaw(a, { wish_id: jpy.id, max_amount: 100, currency: 'USD' }), 'currency_mismatch', 'currency')
       assert.equal((await create(a, { wish_id: jpy.id, max_amount: 100, currency: 'jpy' })).currency, 'JPY', 'the same currency in any case is accepted')
 
       // A budget with a currency but no max fixes the currency and sets no cap.
-      const eur = await createWish(a, { budget: { currency: 'EUR' } })
+      const eur = await newWish(a, { budget: { currency: 'EUR' } })
       const m = await create(a, { wish_id: eur.id, max_amount: 1e12 })
       assert.equal(m.currency, 'EUR')
       assertPaymentError(await createRaw(a, { wish_id: eur.id, currency: 'GBP' }), 'currency_mismatch', 'currency')
 
       // A wish without a budget leaves the currency to the mandate (default USD).
-      const open = await createWish(a)
+      const open = await newWish(a)
       assert.equal((await create(a, { wish_id: open.id, max_amount: 1e12 })).currency, 'USD')
       assert.equal((await create(a, { wish_id: open.id, currency: 'chf' })).currency, 'CHF')
       assert.equal((await list(a)).meta.total, 4)
@@ -369,8 +272,7 @@ for (const kind of storeKinds()) {
       const m = await create(a)
       const res = await a.request('GET', `/mandates/${m.id}`)
       assert.equal(res.status, 200, res.raw)
-      assert.equal(res.headers['api-version'], API_VERSION)
-      requestIdOf(res)
+      assertEnvelopeHeaders(res)
       assert.deepEqual(res.body, { data: m })
       assertNotFound(await b.request('GET', `/mandates/${m.id}`))
       assertNotFound(await a.request('GET', '/mandates/mdt_01aaaaaaaaaaaaaaaaaaaaaaaa'))
@@ -382,7 +284,7 @@ for (const kind of storeKinds()) {
       const a = await t.account()
       const b = await t.account()
       await create(b)
-      const wish = await createWish(a)
+      const wish = await newWish(a)
       const created: any[] = []
       for (let i = 0; i < 6; i++) {
         if (i % 2 === 0) t.clock.advance(1000)
@@ -463,7 +365,7 @@ for (const kind of storeKinds()) {
       assertError(await revoke(a, consumed.id), 409, 'conflict_error', 'invalid_state_transition')
       assert.deepEqual(await get(a, consumed.id), c)
 
-      const expiring = await create(a, { expires_at: inFuture(1000) })
+      const expiring = await create(a, { expires_at: inFuture(t, 1000) })
       t.clock.advance(1500)
       assertError(await revoke(a, expiring.id), 409, 'conflict_error', 'invalid_state_transition')
       const e = await get(a, expiring.id)
@@ -475,7 +377,7 @@ for (const kind of storeKinds()) {
 
     test('a mandate past expires_at reads expired in GET and in list filters', async () => {
       const a = await t.account()
-      const expiring = await create(a, { expires_at: inFuture(1000) })
+      const expiring = await create(a, { expires_at: inFuture(t, 1000) })
       const lasting = await create(a)
       assert.equal((await get(a, expiring.id)).status, 'active')
       t.clock.advance(1500)
@@ -489,9 +391,9 @@ for (const kind of storeKinds()) {
 
     test('the expiry job stores expired and writes exactly one mandate.expired event', async () => {
       const a = await t.account()
-      const expiring = await create(a, { expires_at: inFuture(1000) })
+      const expiring = await create(a, { expires_at: inFuture(t, 1000) })
       const lasting = await create(a)
-      const revoked = await create(a, { expires_at: inFuture(1000) })
+      const revoked = await create(a, { expires_at: inFuture(t, 1000) })
       assert.equal((await revoke(a, revoked.id)).status, 200)
       t.clock.advance(2000)
       assert.equal(await storedStatus(expiring.id), 'active', 'not stored before the job runs')
@@ -500,7 +402,7 @@ for (const kind of storeKinds()) {
       assert.equal(await storedStatus(lasting.id), 'active')
       assert.equal(await storedStatus(revoked.id), 'revoked', 'a revoked mandate stays revoked')
 
-      const events = await eventsOf(a.id, expiring.id)
+      const events = await eventsOf(t, a.id, expiring.id)
       assert.deepEqual(events.map((e) => e.type), ['mandate.created', 'mandate.expired'])
       const expiredEvent = events[1]!
       assert.equal(expiredEvent.request_id, null)
@@ -513,9 +415,9 @@ for (const kind of storeKinds()) {
 
       t.clock.advance(5000)
       await t.jobs.runOnce()
-      assert.deepEqual((await eventsOf(a.id, expiring.id)).map((e) => e.type), ['mandate.created', 'mandate.expired'], 'a second pass writes none')
-      assert.deepEqual((await eventsOf(a.id, revoked.id)).map((e) => e.type), ['mandate.created', 'mandate.revoked'])
-      assert.deepEqual((await eventsOf(a.id, lasting.id)).map((e) => e.type), ['mandate.created'])
+      assert.deepEqual((await eventsOf(t, a.id, expiring.id)).map((e) => e.type), ['mandate.created', 'mandate.expired'], 'a second pass writes none')
+      assert.deepEqual((await eventsOf(t, a.id, revoked.id)).map((e) => e.type), ['mandate.created', 'mandate.revoked'])
+      assert.deepEqual((await eventsOf(t, a.id, lasting.id)).map((e) => e.type), ['mandate.created'])
     })
 
     // ---------------------------------------------------------------- events
@@ -525,7 +427,7 @@ for (const kind of storeKinds()) {
       const created = await createRaw(a, { max_amount: 700 })
       assert.equal(created.status, 201, created.raw)
       const m = created.body.data
-      let events = await eventsOf(a.id, m.id)
+      let events = await eventsOf(t, a.id, m.id)
       assert.equal(events.length, 1)
       assert.equal(events[0]!.type, 'mandate.created')
       assert.match(events[0]!.id, /^evt_/)
@@ -536,7 +438,7 @@ for (const kind of storeKinds()) {
       t.clock.advance(1000)
       const revoked = await revoke(a, m.id)
       assert.equal(revoked.status, 200, revoked.raw)
-      events = await eventsOf(a.id, m.id)
+      events = await eventsOf(t, a.id, m.id)
       assert.deepEqual(events.map((e) => e.type), ['mandate.created', 'mandate.revoked'])
       assert.equal(events[1]!.request_id, requestIdOf(revoked))
       assert.deepEqual(events[1]!.data, { object: revoked.body.data })
@@ -545,7 +447,7 @@ for (const kind of storeKinds()) {
       assert.equal((await revoke(a, m.id)).status, 409)
       await createRaw(a, { max_amount: 0 })
       await createRaw(a, { wish_id: 'wish_01aaaaaaaaaaaaaaaaaaaaaaaa' })
-      assert.equal(await eventCount(a.id), 2)
+      assert.equal(await countEvents(t, a.id), 2)
     })
   })
 }

@@ -2,6 +2,8 @@ import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
 import { type Response, startTestApp, type TestAccount, type TestApp } from '../helpers/app.js'
+import { assertEnvelopeHeaders, assertError, assertInvalid, assertNotFound, assertPaymentError, ids, ISO_MS, newestFirst, requestIdOf } from '../helpers/assertions.js'
+import { createMandate, createWish, eventsOf, getData, getList, getMandate, inFuture } from '../helpers/fixtures.js'
 import { storeKinds } from '../helpers/stores.js'
 
 /**
@@ -10,62 +12,10 @@ import { storeKinds } from '../helpers/stores.js'
  * section 2, the events of section 7, and the concurrency guarantees of section 6.
  */
 
-const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const PAYMENT_ID = /^pay_[0-9A-Za-z]{16,}$/
 const REFUND_ID = /^re_[0-9A-Za-z]{16,}$/
-const API_VERSION = '2026-11-01.beta'
-const HOUR = 3_600_000
 /** The settlement delay this suite's app runs with. */
 const SETTLE_MS = 1000
-
-function requestIdOf(res: Response): string {
-  const id = res.headers['request-id']
-  assert.equal(typeof id, 'string', 'Request-Id header present')
-  assert.match(id as string, /^req_/)
-  return id as string
-}
-
-/** The error envelope of contract section 2. */
-function assertError(res: Response, status: number, type: string, code: string, param?: string): any {
-  assert.equal(res.status, status, `expected ${status}, got ${res.status}: ${res.raw}`)
-  assert.equal(res.headers['api-version'], API_VERSION)
-  const error = res.body?.error
-  assert.ok(error, `error envelope: ${res.raw}`)
-  assert.equal(error.type, type, res.raw)
-  assert.equal(error.code, code, res.raw)
-  assert.equal(typeof error.message, 'string')
-  assert.ok(error.message.length > 0)
-  assert.equal(error.request_id, requestIdOf(res))
-  if (param !== undefined) assert.equal(error.param, param, res.raw)
-  return error
-}
-
-/** A 400 where exactly one parameter failed: `param` and `errors` both name it. */
-function assertInvalid(res: Response, param: string, code = 'parameter_invalid'): void {
-  const error = assertError(res, 400, 'invalid_request_error', code, param)
-  assert.ok(Array.isArray(error.errors), 'errors[] present')
-  assert.equal(error.errors.length, 1, JSON.stringify(error.errors))
-  assert.equal(error.errors[0].param, param)
-  assert.equal(error.errors[0].code, code)
-}
-
-function assertNotFound(res: Response): void {
-  assertError(res, 404, 'invalid_request_error', 'resource_missing')
-}
-
-function assertPaymentError(res: Response, code: string): void {
-  assertError(res, 422, 'payment_error', code)
-}
-
-/** The order of contract section 1: created_at desc, then id desc. */
-function newestFirst<T extends { id: string, created_at: string }>(items: T[]): T[] {
-  return [...items].sort((a, b) => {
-    if (a.created_at !== b.created_at) return a.created_at < b.created_at ? 1 : -1
-    return a.id < b.id ? 1 : a.id > b.id ? -1 : 0
-  })
-}
-
-const ids = (items: Array<{ id: string }>) => items.map((m) => m.id)
 
 for (const kind of storeKinds()) {
   describe(`payments (${kind.name})`, () => {
@@ -74,19 +24,9 @@ for (const kind of storeKinds()) {
     before(async () => { t = await startTestApp(kind, { SANDBOX_SETTLEMENT_DELAY_MS: String(SETTLE_MS), RATE_LIMIT_PER_SECOND: '100000' }) })
     after(async () => { await t.close() })
 
-    const inFuture = (ms: number) => new Date(t.clock.now().getTime() + ms).toISOString()
-
-    async function mandate(a: TestAccount, body: Record<string, unknown> = {}): Promise<any> {
-      const res = await a.request('POST', '/mandates', { protocol: 'ap2', max_amount: 5000, expires_at: inFuture(HOUR), ...body })
-      assert.equal(res.status, 201, res.raw)
-      return res.body.data
-    }
-
-    async function getMandate(a: TestAccount, id: string): Promise<any> {
-      const res = await a.request('GET', `/mandates/${id}`)
-      assert.equal(res.status, 200, res.raw)
-      return res.body.data
-    }
+    const mandate = (a: TestAccount, body: Record<string, unknown> = {}) => createMandate(t, a, body)
+    const get = (a: TestAccount, id: string) => getData(a, `/payments/${id}`)
+    const list = (a: TestAccount, qs = '') => getList(a, `/payments${qs}`)
 
     function payRaw(a: TestAccount, body: Record<string, unknown>): Promise<Response> {
       return a.request('POST', '/payments', { idempotency_key: randomUUID(), ...body })
@@ -98,29 +38,8 @@ for (const kind of storeKinds()) {
       return res.body.data
     }
 
-    async function get(a: TestAccount, id: string): Promise<any> {
-      const res = await a.request('GET', `/payments/${id}`)
-      assert.equal(res.status, 200, res.raw)
-      return res.body.data
-    }
-
-    async function list(a: TestAccount, qs = ''): Promise<any> {
-      const res = await a.request('GET', `/payments${qs}`)
-      assert.equal(res.status, 200, res.raw)
-      assert.deepEqual(Object.keys(res.body).sort(), ['data', 'meta'])
-      assert.deepEqual(Object.keys(res.body.meta).sort(), ['limit', 'offset', 'total'])
-      return res.body
-    }
-
     function refundRaw(a: TestAccount, paymentId: string, body: Record<string, unknown> = {}): Promise<Response> {
       return a.request('POST', `/payments/${paymentId}/refunds`, { idempotency_key: randomUUID(), ...body })
-    }
-
-    async function eventsOf(accountId: string, objectId: string) {
-      const rows = await t.store.db.kysely.selectFrom('events').selectAll()
-        .where('account_id', '=', accountId).where('object_id', '=', objectId)
-        .orderBy('id').execute()
-      return rows.map((r) => ({ ...r, data: JSON.parse(r.data) as { object: any } }))
     }
 
     async function paymentRows(mandateId: string) {
@@ -137,18 +56,13 @@ for (const kind of storeKinds()) {
 
     test('POST /payments 201: full shape; protocol_type and wish_id come from the mandate', async () => {
       const a = await t.account()
-      const wish = await (async () => {
-        const res = await a.request('POST', '/wishes', { query: 'a kettle', protocol: 'acp', budget: { max: 100, currency: 'USD' } })
-        assert.equal(res.status, 201, res.raw)
-        return res.body.data
-      })()
+      const wish = await createWish(a, { query: 'a kettle', protocol: 'acp', budget: { max: 100, currency: 'USD' } })
       const m = await mandate(a, { protocol: 'acp', wish_id: wish.id, max_amount: 5000 })
       const before = t.clock.now().toISOString()
       const res = await payRaw(a, { mandate_id: m.id, amount: 2500, currency: 'usd', metadata: { order: 'A-1' } })
       const afterIso = t.clock.now().toISOString()
       assert.equal(res.status, 201, res.raw)
-      assert.equal(res.headers['api-version'], API_VERSION)
-      requestIdOf(res)
+      assertEnvelopeHeaders(res)
       assert.deepEqual(Object.keys(res.body), ['data'])
       const p = res.body.data
       assert.match(p.id, PAYMENT_ID)
@@ -255,7 +169,7 @@ for (const kind of storeKinds()) {
 
     test('422 mandate_expired', async () => {
       const a = await t.account()
-      const m = await mandate(a, { expires_at: inFuture(1000) })
+      const m = await mandate(a, { expires_at: inFuture(t, 1000) })
       t.clock.advance(1500)
       assertPaymentError(await payRaw(a, { mandate_id: m.id, amount: 100 }), 'mandate_expired')
       assert.deepEqual(await holding(a, m.id), { status: 'expired', amount_used: 0, uses_count: 0 })
@@ -264,7 +178,7 @@ for (const kind of storeKinds()) {
 
     test('422 mandate_not_yet_valid before not_before; pays once it is reached', async () => {
       const a = await t.account()
-      const m = await mandate(a, { not_before: inFuture(60_000) })
+      const m = await mandate(a, { not_before: inFuture(t, 60_000) })
       assertPaymentError(await payRaw(a, { mandate_id: m.id, amount: 100 }), 'mandate_not_yet_valid')
       assert.deepEqual(await holding(a, m.id), { status: 'active', amount_used: 0, uses_count: 0 })
       t.clock.advance(61_000)
@@ -321,14 +235,14 @@ for (const kind of storeKinds()) {
       assertPaymentError(await payRaw(a, { mandate_id: theirs.id, amount: 500, currency: 'EUR' }), 'mandate_not_found')
 
       // revoked before expired, currency and amount
-      const revoked = await mandate(a, { max_amount: 100, expires_at: inFuture(1000) })
+      const revoked = await mandate(a, { max_amount: 100, expires_at: inFuture(t, 1000) })
       assert.equal((await a.request('POST', `/mandates/${revoked.id}/revoke`, {})).status, 200)
       // revoked before not yet valid
-      const revokedEarly = await mandate(a, { not_before: inFuture(60_000) })
+      const revokedEarly = await mandate(a, { not_before: inFuture(t, 60_000) })
       assert.equal((await a.request('POST', `/mandates/${revokedEarly.id}/revoke`, {})).status, 200)
       assertPaymentError(await payRaw(a, { mandate_id: revokedEarly.id, amount: 100 }), 'mandate_revoked')
       // not yet valid before currency and amount
-      const early = await mandate(a, { max_amount: 100, not_before: inFuture(30_000) })
+      const early = await mandate(a, { max_amount: 100, not_before: inFuture(t, 30_000) })
       assertPaymentError(await payRaw(a, { mandate_id: early.id, amount: 500, currency: 'EUR' }), 'mandate_not_yet_valid')
       // consumed before currency and amount
       const consumed = await mandate(a, { max_amount: 100 })
@@ -343,7 +257,7 @@ for (const kind of storeKinds()) {
       assertPaymentError(await payRaw(a, { mandate_id: used.id, amount: 101 }), 'mandate_budget_exceeded')
 
       // expired before currency, amount and budget
-      const expiring = await mandate(a, { max_amount: 100, expires_at: inFuture(1000) })
+      const expiring = await mandate(a, { max_amount: 100, expires_at: inFuture(t, 1000) })
       t.clock.advance(1500)
       assertPaymentError(await payRaw(a, { mandate_id: expiring.id, amount: 500, currency: 'EUR' }), 'mandate_expired')
       // still revoked once its time has passed too
@@ -383,9 +297,9 @@ for (const kind of storeKinds()) {
 
       // Failed payments hold nothing of the mandate.
       assert.deepEqual(await holding(a, m.id), { status: 'active', amount_used: 300, uses_count: 2 })
-      assert.deepEqual((await eventsOf(a.id, declined.id)).map((e) => e.type), ['payment.created', 'payment.failed'])
-      assert.deepEqual((await eventsOf(a.id, card.id)).map((e) => e.type), ['payment.created', 'payment.succeeded'])
-      const failedEvent = (await eventsOf(a.id, declined.id))[1]!
+      assert.deepEqual((await eventsOf(t, a.id, declined.id)).map((e) => e.type), ['payment.created', 'payment.failed'])
+      assert.deepEqual((await eventsOf(t, a.id, card.id)).map((e) => e.type), ['payment.created', 'payment.succeeded'])
+      const failedEvent = (await eventsOf(t, a.id, declined.id))[1]!
       assert.equal(failedEvent.data.object.status, 'failed')
       assert.equal(failedEvent.data.object.failure_code, 'card_declined')
     })
@@ -401,7 +315,7 @@ for (const kind of storeKinds()) {
       const ok = await pay(a, { mandate_id: m.id, amount: 1000 })
       assert.equal(ok.status, 'succeeded')
       assert.deepEqual(await holding(a, m.id), { status: 'consumed', amount_used: 1000, uses_count: 1 })
-      const events = await eventsOf(a.id, m.id)
+      const events = await eventsOf(t, a.id, m.id)
       assert.deepEqual(events.map((e) => e.type), ['mandate.created', 'mandate.consumed'])
       assert.equal(events[1]!.data.object.status, 'consumed')
       assert.equal(events[1]!.data.object.amount_used, 1000)
@@ -419,7 +333,7 @@ for (const kind of storeKinds()) {
       // In flight it holds the mandate: a single_use mandate cannot pay twice.
       assert.deepEqual(await holding(a, m.id), { status: 'active', amount_used: 1500, uses_count: 1 })
       assertPaymentError(await payRaw(a, { mandate_id: m.id, amount: 100 }), 'mandate_consumed')
-      assert.deepEqual(await eventsOf(a.id, m.id).then((e) => e.map((x) => x.type)), ['mandate.created'])
+      assert.deepEqual(await eventsOf(t, a.id, m.id).then((e) => e.map((x) => x.type)), ['mandate.created'])
       assertPaymentError(await refundRaw(a, p.id), 'payment_not_refundable')
 
       await t.jobs.runOnce()
@@ -438,18 +352,18 @@ for (const kind of storeKinds()) {
       assert.ok(done.updated_at > p.updated_at)
       assert.deepEqual(await holding(a, m.id), { status: 'consumed', amount_used: 1500, uses_count: 1 })
 
-      const events = await eventsOf(a.id, p.id)
+      const events = await eventsOf(t, a.id, p.id)
       assert.deepEqual(events.map((e) => e.type), ['payment.created', 'payment.processing', 'payment.succeeded'])
       assert.deepEqual(events.map((e) => e.data.object.status), ['pending', 'processing', 'succeeded'])
       assert.equal(events[0]!.request_id, requestIdOf(created))
       assert.deepEqual(events[2]!.data.object, done)
-      assert.deepEqual((await eventsOf(a.id, m.id)).map((e) => e.type), ['mandate.created', 'mandate.consumed'])
+      assert.deepEqual((await eventsOf(t, a.id, m.id)).map((e) => e.type), ['mandate.created', 'mandate.consumed'])
 
       // Further passes change nothing.
       t.clock.advance(SETTLE_MS * 5)
       await t.jobs.runOnce()
       assert.deepEqual(await get(a, p.id), done)
-      assert.equal((await eventsOf(a.id, p.id)).length, 3)
+      assert.equal((await eventsOf(t, a.id, p.id)).length, 3)
     })
 
     test('sandbox: test_bank_transfer_failed ends failed and releases the hold', async () => {
@@ -469,10 +383,10 @@ for (const kind of storeKinds()) {
       assert.equal(typeof done.failure_message, 'string')
       assert.deepEqual(await holding(a, m.id), { status: 'active', amount_used: 0, uses_count: 0 })
 
-      const events = await eventsOf(a.id, p.id)
+      const events = await eventsOf(t, a.id, p.id)
       assert.deepEqual(events.map((e) => e.type), ['payment.created', 'payment.processing', 'payment.failed'])
       assert.deepEqual(events[2]!.data.object, done)
-      assert.deepEqual((await eventsOf(a.id, m.id)).map((e) => e.type), ['mandate.created'])
+      assert.deepEqual((await eventsOf(t, a.id, m.id)).map((e) => e.type), ['mandate.created'])
 
       // Released: the single_use mandate can still pay.
       assert.equal((await pay(a, { mandate_id: m.id, amount: 2000 })).status, 'succeeded')
@@ -485,7 +399,7 @@ for (const kind of storeKinds()) {
       const res = await payRaw(a, { mandate_id: m.id, amount: 999 })
       assert.equal(res.status, 201, res.raw)
       const p = res.body.data
-      const events = await eventsOf(a.id, p.id)
+      const events = await eventsOf(t, a.id, p.id)
       assert.deepEqual(events.map((e) => e.type), ['payment.created', 'payment.succeeded'])
       for (const e of events) {
         assert.match(e.id, /^evt_/)
@@ -493,13 +407,13 @@ for (const kind of storeKinds()) {
         assert.equal(e.request_id, requestIdOf(res))
       }
       assert.deepEqual(events[1]!.data, { object: p })
-      const mandateEvents = await eventsOf(a.id, m.id)
+      const mandateEvents = await eventsOf(t, a.id, m.id)
       assert.deepEqual(mandateEvents.map((e) => e.type), ['mandate.created', 'mandate.consumed'])
       assert.deepEqual(mandateEvents[1]!.data.object, await getMandate(a, m.id))
       // A multi_use mandate is never consumed.
       const multi = await mandate(a, { usage: 'multi_use', budget_amount: 5000 })
       await pay(a, { mandate_id: multi.id, amount: 5000 })
-      assert.deepEqual((await eventsOf(a.id, multi.id)).map((e) => e.type), ['mandate.created'])
+      assert.deepEqual((await eventsOf(t, a.id, multi.id)).map((e) => e.type), ['mandate.created'])
       assert.equal((await getMandate(a, multi.id)).status, 'active')
     })
 
@@ -523,9 +437,7 @@ for (const kind of storeKinds()) {
       const b = await t.account()
       const theirs = await mandate(b)
       await pay(b, { mandate_id: theirs.id, amount: 1 })
-      const wishRes = await a.request('POST', '/wishes', { query: 'a kettle' })
-      assert.equal(wishRes.status, 201, wishRes.raw)
-      const wish = wishRes.body.data
+      const wish = await createWish(a, { query: 'a kettle' })
       const m1 = await mandate(a, { usage: 'multi_use', budget_amount: 50_000, wish_id: wish.id })
       const m2 = await mandate(a, { usage: 'multi_use', budget_amount: 50_000 })
       const made: any[] = []
@@ -607,7 +519,7 @@ for (const kind of storeKinds()) {
       assert.equal(paged.status, 200, paged.raw)
       assert.deepEqual(paged.body, { data: [r1], meta: { total: 2, limit: 1, offset: 1 } })
 
-      const events = await eventsOf(a.id, p.id)
+      const events = await eventsOf(t, a.id, p.id)
       assert.deepEqual(events.map((e) => e.type), ['payment.created', 'payment.succeeded', 'payment.refunded', 'payment.refunded'])
       assert.equal(events[2]!.data.object.amount_refunded, 300)
       assert.equal(events[2]!.data.object.status, 'succeeded')
@@ -660,7 +572,7 @@ for (const kind of storeKinds()) {
       const none = await a.request('GET', `/payments/${q.id}/refunds`)
       assert.equal(none.status, 200, none.raw)
       assert.deepEqual(none.body, { data: [], meta: { total: 0, limit: 10, offset: 0 } })
-      assert.deepEqual((await eventsOf(a.id, failed.id)).map((e) => e.type), ['payment.created', 'payment.failed'])
+      assert.deepEqual((await eventsOf(t, a.id, failed.id)).map((e) => e.type), ['payment.created', 'payment.failed'])
       assert.deepEqual(await holding(a, m.id), { status: 'active', amount_used: 2100, uses_count: 3 })
     })
 

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { type Response, startTestApp, type TestAccount, type TestApp } from '../helpers/app.js'
+import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.js'
+import { API_VERSION, assertEnvelopeHeaders, assertError, assertInvalid, assertNotFound, ids, ISO_MS, newestFirst, requestIdOf } from '../helpers/assertions.js'
+import { countEvents, createWish, eventsOf, getData, getList, inFuture } from '../helpers/fixtures.js'
 import { storeKinds } from '../helpers/stores.js'
 
 /**
@@ -8,9 +10,7 @@ import { storeKinds } from '../helpers/stores.js'
  * with the error envelope of section 2.
  */
 
-const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const WISH_ID = /^wish_[0-9A-Za-z]{16,}$/
-const API_VERSION = '2026-11-01.beta'
 const STATUSES = ['active', 'pending', 'fulfilled', 'cancelled', 'expired'] as const
 type Status = (typeof STATUSES)[number]
 const TERMINAL: readonly Status[] = ['fulfilled', 'cancelled', 'expired']
@@ -22,65 +22,15 @@ const ALLOWED: Record<Status, readonly Status[]> = {
   expired: [],
 }
 
-function requestIdOf(res: Response): string {
-  const id = res.headers['request-id']
-  assert.equal(typeof id, 'string', 'Request-Id header present')
-  assert.match(id as string, /^req_/)
-  return id as string
-}
-
-/** The error envelope of contract section 2. */
-function assertError(res: Response, status: number, type: string, code: string, param?: string): any {
-  assert.equal(res.status, status, `expected ${status}, got ${res.status}: ${res.raw}`)
-  assert.equal(res.headers['api-version'], API_VERSION)
-  const error = res.body?.error
-  assert.ok(error, `error envelope: ${res.raw}`)
-  assert.equal(error.type, type)
-  assert.equal(error.code, code)
-  assert.equal(typeof error.message, 'string')
-  assert.ok(error.message.length > 0)
-  assert.equal(error.request_id, requestIdOf(res))
-  if (param !== undefined) assert.equal(error.param, param)
-  return error
-}
-
-/** A 400 where exactly one parameter failed: `param` and `errors` both name it. */
-function assertInvalid(res: Response, param: string, code = 'parameter_invalid'): void {
-  const error = assertError(res, 400, 'invalid_request_error', code, param)
-  assert.ok(Array.isArray(error.errors), 'errors[] present')
-  assert.equal(error.errors.length, 1, JSON.stringify(error.errors))
-  assert.equal(error.errors[0].param, param)
-  assert.equal(error.errors[0].code, code)
-  assert.equal(typeof error.errors[0].message, 'string')
-}
-
-function assertNotFound(res: Response): void {
-  assertError(res, 404, 'invalid_request_error', 'resource_missing')
-}
-
-/** The order of contract section 1: created_at desc, then id desc. */
-function newestFirst<T extends { id: string, created_at: string }>(items: T[]): T[] {
-  return [...items].sort((a, b) => {
-    if (a.created_at !== b.created_at) return a.created_at < b.created_at ? 1 : -1
-    return a.id < b.id ? 1 : a.id > b.id ? -1 : 0
-  })
-}
-
-const ids = (items: Array<{ id: string }>) => items.map((w) => w.id)
-
 for (const kind of storeKinds()) {
   describe(`wishes (${kind.name})`, () => {
     let t: TestApp
     before(async () => { t = await startTestApp(kind) })
     after(async () => { await t.close() })
 
-    const inFuture = (ms: number) => new Date(t.clock.now().getTime() + ms).toISOString()
-
-    async function create(a: TestAccount, body: Record<string, unknown> = { query: 'a kettle' }): Promise<any> {
-      const res = await a.request('POST', '/wishes', body)
-      assert.equal(res.status, 201, res.raw)
-      return res.body.data
-    }
+    const create = (a: TestAccount, body: Record<string, unknown> = { query: 'a kettle' }) => createWish(a, body)
+    const get = (a: TestAccount, id: string) => getData(a, `/wishes/${id}`)
+    const list = (a: TestAccount, qs = '') => getList(a, `/wishes${qs}`)
 
     async function update(a: TestAccount, id: string, body: Record<string, unknown>): Promise<any> {
       const res = await a.request('PUT', `/wishes/${id}`, body)
@@ -88,37 +38,11 @@ for (const kind of storeKinds()) {
       return res.body.data
     }
 
-    async function get(a: TestAccount, id: string): Promise<any> {
-      const res = await a.request('GET', `/wishes/${id}`)
-      assert.equal(res.status, 200, res.raw)
-      return res.body.data
-    }
-
-    async function list(a: TestAccount, qs = ''): Promise<any> {
-      const res = await a.request('GET', `/wishes${qs}`)
-      assert.equal(res.status, 200, res.raw)
-      assert.deepEqual(Object.keys(res.body).sort(), ['data', 'meta'])
-      assert.deepEqual(Object.keys(res.body.meta).sort(), ['limit', 'offset', 'total'])
-      return res.body
-    }
-
     /** A wish in the given status, reached through the API (expired by PUT). */
     async function wishIn(a: TestAccount, status: Status, body: Record<string, unknown> = { query: 'a kettle' }): Promise<any> {
       const wish = await create(a, body)
       if (status === 'active') return wish
       return update(a, wish.id, { status })
-    }
-
-    async function eventsOf(accountId: string, objectId: string) {
-      const rows = await t.store.db.kysely.selectFrom('events').selectAll()
-        .where('account_id', '=', accountId).where('object_id', '=', objectId)
-        .orderBy('id').execute()
-      return rows.map((r) => ({ ...r, data: JSON.parse(r.data) as { object: unknown } }))
-    }
-
-    async function eventCount(accountId: string): Promise<number> {
-      const rows = await t.store.db.kysely.selectFrom('events').select('id').where('account_id', '=', accountId).execute()
-      return rows.length
     }
 
     // ---------------------------------------------------------------- create
@@ -135,8 +59,7 @@ for (const kind of storeKinds()) {
       })
       const afterIso = t.clock.now().toISOString()
       assert.equal(res.status, 201, res.raw)
-      assert.equal(res.headers['api-version'], API_VERSION)
-      requestIdOf(res)
+      assertEnvelopeHeaders(res)
       assert.deepEqual(Object.keys(res.body), ['data'])
       const w = res.body.data
       assert.match(w.id, WISH_ID)
@@ -221,7 +144,7 @@ for (const kind of storeKinds()) {
       const w = await create(a, { query: 'q', expires_at: '2099-01-01T12:00:00+02:00' })
       assert.equal(w.expires_at, '2099-01-01T10:00:00.000Z')
       assert.equal(w.status, 'active')
-      const soon = inFuture(3_600_000)
+      const soon = inFuture(t, 3_600_000)
       assert.equal((await create(a, { query: 'q', expires_at: soon })).expires_at, soon)
     })
 
@@ -280,7 +203,7 @@ for (const kind of storeKinds()) {
       assertInvalid(await a.request('POST', '/wishes', { query: 'q', expires_at: past }), 'expires_at')
       const listed = await list(a)
       assert.equal(listed.meta.total, 0)
-      assert.equal(await eventCount(a.id), 0)
+      assert.equal(await countEvents(t, a.id), 0)
     })
 
     test('POST /wishes validation: errors lists every failed parameter at once', async () => {
@@ -352,8 +275,7 @@ for (const kind of storeKinds()) {
       const w = await create(a, { query: 'a kettle', metadata: { a: '1' } })
       const res = await a.request('GET', `/wishes/${w.id}`)
       assert.equal(res.status, 200)
-      assert.equal(res.headers['api-version'], API_VERSION)
-      requestIdOf(res)
+      assertEnvelopeHeaders(res)
       assert.deepEqual(res.body, { data: w })
       assertNotFound(await a.request('GET', '/wishes/wish_01aaaaaaaaaaaaaaaaaaaaaaaa'))
       assertNotFound(await a.request('GET', '/wishes/nope'))
@@ -505,7 +427,7 @@ for (const kind of storeKinds()) {
       const w = await create(a, { query: 'q' })
       assert.equal((await update(a, w.id, { category: 'books' })).category, 'books')
       assert.equal((await update(a, w.id, { category: null })).category, null)
-      const at = inFuture(86_400_000)
+      const at = inFuture(t, 86_400_000)
       assert.equal((await update(a, w.id, { expires_at: at })).expires_at, at)
       assert.equal((await update(a, w.id, { expires_at: '2099-06-01T12:00:00+02:00' })).expires_at, '2099-06-01T10:00:00.000Z')
       const cleared = await update(a, w.id, { expires_at: null })
@@ -543,7 +465,7 @@ for (const kind of storeKinds()) {
         assert.doesNotThrow(() => assertInvalid(res, param, code), `${JSON.stringify(body).slice(0, 80)}: ${res.raw}`)
       }
       assert.deepEqual(await get(a, w.id), w)
-      assert.equal((await eventsOf(a.id, w.id)).length, 1)
+      assert.equal((await eventsOf(t, a.id, w.id)).length, 1)
     })
 
     test('PUT updated_at moves only when something changed', async () => {
@@ -574,7 +496,7 @@ for (const kind of storeKinds()) {
         assert.deepEqual(res.body.data, w, `no-op ${JSON.stringify(body)}`)
       }
       assert.deepEqual(await get(a, w.id), w)
-      assert.equal((await eventsOf(a.id, w.id)).length, 1, 'no-op updates write no event')
+      assert.equal((await eventsOf(t, a.id, w.id)).length, 1, 'no-op updates write no event')
 
       const changed = await update(a, w.id, { metadata: { a: '2' } })
       assert.ok(changed.updated_at > w.updated_at)
@@ -588,7 +510,7 @@ for (const kind of storeKinds()) {
         assert.equal(res.status, 200, res.raw)
         assert.deepEqual(res.body.data, bare, `no-op ${JSON.stringify(body)}`)
       }
-      assert.equal((await eventsOf(a.id, bare.id)).length, 1)
+      assert.equal((await eventsOf(t, a.id, bare.id)).length, 1)
     })
 
     // ---------------------------------------------------------------- transitions
@@ -656,7 +578,7 @@ for (const kind of storeKinds()) {
         const mixed = await a.request('PUT', `/wishes/${w.id}`, { query: 'another', metadata: { b: '2' } })
         assertError(mixed, 409, 'conflict_error', 'invalid_state_transition')
         assert.deepEqual(await get(a, w.id), w)
-        assert.equal((await eventsOf(a.id, w.id)).length, 2, 'refused changes write no event')
+        assert.equal((await eventsOf(t, a.id, w.id)).length, 2, 'refused changes write no event')
 
         t.clock.advance(1000)
         const meta = await update(a, w.id, { metadata: { b: '2', a: null } })
@@ -670,9 +592,9 @@ for (const kind of storeKinds()) {
 
     test('a wish past expires_at reads expired on GET and in lists', async () => {
       const a = await t.account()
-      const lapsing = await create(a, { query: 'lapsing', expires_at: inFuture(60_000) })
-      const pendingLapsing = await wishIn(a, 'pending', { query: 'pending lapsing', expires_at: inFuture(60_000) })
-      const lasting = await create(a, { query: 'lasting', expires_at: inFuture(3_600_000) })
+      const lapsing = await create(a, { query: 'lapsing', expires_at: inFuture(t, 60_000) })
+      const pendingLapsing = await wishIn(a, 'pending', { query: 'pending lapsing', expires_at: inFuture(t, 60_000) })
+      const lasting = await create(a, { query: 'lasting', expires_at: inFuture(t, 3_600_000) })
       const forever = await create(a, { query: 'forever' })
 
       assert.equal((await get(a, lapsing.id)).status, 'active')
@@ -704,7 +626,7 @@ for (const kind of storeKinds()) {
 
     test('a wish that lapsed is terminal: metadata only', async () => {
       const a = await t.account()
-      const w = await create(a, { query: 'q', category: 'c', budget: { max: 5 }, expires_at: inFuture(30_000) })
+      const w = await create(a, { query: 'q', category: 'c', budget: { max: 5 }, expires_at: inFuture(t, 30_000) })
       t.clock.advance(31_000)
       const lapsed = await get(a, w.id)
       assert.equal(lapsed.status, 'expired')
@@ -713,7 +635,7 @@ for (const kind of storeKinds()) {
         [{ query: 'other' }, 'query'],
         [{ budget: null }, 'budget'],
         [{ category: 'd' }, 'category'],
-        [{ expires_at: inFuture(3_600_000) }, 'expires_at'],
+        [{ expires_at: inFuture(t, 3_600_000) }, 'expires_at'],
         [{ expires_at: null }, 'expires_at'],
         [{ status: 'active' }, 'status'],
         [{ status: 'pending' }, 'status'],
@@ -750,8 +672,7 @@ for (const kind of storeKinds()) {
       const res = await a.request('DELETE', `/wishes/${w.id}`)
       assert.equal(res.status, 204)
       assert.equal(res.raw, '')
-      assert.equal(res.headers['api-version'], API_VERSION)
-      requestIdOf(res)
+      assertEnvelopeHeaders(res)
       assertNotFound(await a.request('GET', `/wishes/${w.id}`))
       assertNotFound(await a.request('PUT', `/wishes/${w.id}`, { query: 'back' }))
       assertNotFound(await a.request('PUT', `/wishes/${w.id}`, {}))
@@ -781,8 +702,8 @@ for (const kind of storeKinds()) {
       assert.deepEqual(await list(b), { data: [own], meta: { total: 1, limit: 10, offset: 0 } })
       assert.deepEqual(ids((await list(b, '?status=active')).data), [own.id])
       assert.deepEqual(await get(a, w.id), w, 'untouched by the other account')
-      assert.equal((await eventsOf(b.id, w.id)).length, 0)
-      assert.equal((await eventsOf(a.id, w.id)).length, 1)
+      assert.equal((await eventsOf(t, b.id, w.id)).length, 0)
+      assert.equal((await eventsOf(t, a.id, w.id)).length, 1)
     })
 
     test('a read key can GET but gets 403 insufficient_scope on POST, PUT, DELETE', async () => {
@@ -801,7 +722,7 @@ for (const kind of storeKinds()) {
       assertError(await a.request('DELETE', `/wishes/${w.id}`, undefined, read), 403, 'permission_error', 'insufficient_scope')
       assert.deepEqual(await get(a, w.id), w)
       assert.equal((await list(a)).meta.total, 1)
-      assert.equal(await eventCount(a.id), 1)
+      assert.equal(await countEvents(t, a.id), 1)
     })
 
     // ---------------------------------------------------------------- events
@@ -811,7 +732,7 @@ for (const kind of storeKinds()) {
       const created = await a.request('POST', '/wishes', { query: 'q', budget: { max: 9.99, currency: 'eur' }, metadata: { a: '1' } })
       assert.equal(created.status, 201)
       const w = created.body.data
-      let events = await eventsOf(a.id, w.id)
+      let events = await eventsOf(t, a.id, w.id)
       assert.equal(events.length, 1)
       assert.equal(events[0]!.type, 'wish.created')
       assert.match(events[0]!.id, /^evt_/)
@@ -822,7 +743,7 @@ for (const kind of storeKinds()) {
       t.clock.advance(1000)
       const updated = await a.request('PUT', `/wishes/${w.id}`, { status: 'pending', metadata: { b: '2' } })
       assert.equal(updated.status, 200)
-      events = await eventsOf(a.id, w.id)
+      events = await eventsOf(t, a.id, w.id)
       assert.equal(events.length, 2)
       assert.equal(events[1]!.type, 'wish.updated')
       assert.equal(events[1]!.request_id, requestIdOf(updated))
@@ -832,28 +753,28 @@ for (const kind of storeKinds()) {
       assert.equal((await a.request('PUT', `/wishes/${w.id}`, {})).status, 200)
       assert.equal((await a.request('PUT', `/wishes/${w.id}`, { status: 'pending', metadata: { b: '2' } })).status, 200)
       assert.equal((await a.request('PUT', `/wishes/${w.id}`, { query: '' })).status, 400)
-      assert.equal((await eventsOf(a.id, w.id)).length, 2)
+      assert.equal((await eventsOf(t, a.id, w.id)).length, 2)
 
       const last = await get(a, w.id)
       const deleted = await a.request('DELETE', `/wishes/${w.id}`)
       assert.equal(deleted.status, 204)
-      events = await eventsOf(a.id, w.id)
+      events = await eventsOf(t, a.id, w.id)
       assert.equal(events.length, 3)
       assert.equal(events[2]!.type, 'wish.deleted')
       assert.equal(events[2]!.request_id, requestIdOf(deleted))
       assert.deepEqual(events[2]!.data, { object: last })
-      assert.equal(await eventCount(a.id), 3)
+      assert.equal(await countEvents(t, a.id), 3)
     })
 
     test('updating a terminal wish to refused states writes no event; a metadata change writes one', async () => {
       const a = await t.account()
       const w = await wishIn(a, 'fulfilled')
-      assert.equal((await eventsOf(a.id, w.id)).length, 2)
+      assert.equal((await eventsOf(t, a.id, w.id)).length, 2)
       assert.equal((await a.request('PUT', `/wishes/${w.id}`, { status: 'active' })).status, 409)
-      assert.equal((await eventsOf(a.id, w.id)).length, 2)
+      assert.equal((await eventsOf(t, a.id, w.id)).length, 2)
       const res = await a.request('PUT', `/wishes/${w.id}`, { metadata: { k: 'v' } })
       assert.equal(res.status, 200)
-      const events = await eventsOf(a.id, w.id)
+      const events = await eventsOf(t, a.id, w.id)
       assert.deepEqual(events.map((e) => e.type), ['wish.created', 'wish.updated', 'wish.updated'])
       assert.deepEqual(events[2]!.data, { object: res.body.data })
       assert.equal(events[2]!.request_id, requestIdOf(res))
@@ -877,7 +798,7 @@ for (const kind of storeKinds()) {
       // Each response saw every earlier update: their key counts are 2..21, each once.
       assert.deepEqual(responses.map((r) => Object.keys(r.body.data.metadata).length).sort((x, y) => x - y),
         Array.from({ length: 20 }, (_, i) => i + 2))
-      const events = await eventsOf(a.id, w.id)
+      const events = await eventsOf(t, a.id, w.id)
       assert.equal(events.length, 21)
       assert.equal(events.filter((e) => e.type === 'wish.updated').length, 20)
     })

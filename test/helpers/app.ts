@@ -67,7 +67,7 @@ export async function startTestApp(kind: StoreKind, env: Record<string, string> 
   const app = await buildApp({ config, db: store.db, clock, services })
   const accounts = services.accounts
   const silent = { info() {}, warn() {}, error() {} }
-  const jobs = createBackgroundWork({ db: store.db, clock, logger: silent, payments: services.payments })
+  const jobs = createBackgroundWork({ db: store.db, clock, config, logger: silent, payments: services.payments })
 
   const inject = async (options: InjectOptions) => toResponse(await app.inject(options))
 

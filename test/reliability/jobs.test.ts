@@ -5,6 +5,7 @@ import { claimDue, enqueue, release } from '../../src/jobs/queue.js'
 import { createJobRunner, type JobContext } from '../../src/jobs/runner.js'
 import type { SettlePayload } from '../../src/modules/payments/service.js'
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.js'
+import { createMandate, eventTypesOf } from '../helpers/fixtures.js'
 import { inAnHour } from '../helpers/processes.js'
 import { type StoreKind, storeKinds } from '../helpers/stores.js'
 
@@ -33,11 +34,6 @@ async function bankTransfer(account: TestAccount, mandateId: string, n: number):
   return res.body.data.id as string
 }
 
-async function eventsOf(t: TestApp, objectId: string): Promise<string[]> {
-  const rows = await t.store.db.kysely.selectFrom('events').select(['type', 'id']).where('object_id', '=', objectId).orderBy('id').execute()
-  return rows.map((r) => r.type)
-}
-
 const jobRow = (t: TestApp, id: string) => t.store.db.kysely.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirst()
 
 for (const kind of storeKinds()) {
@@ -45,12 +41,9 @@ for (const kind of storeKinds()) {
     test('due settlement jobs run once when two runners claim at the same moment', async () => {
       await withApp(kind, async (t) => {
         const account = await t.account()
-        const mandate = await account.request('POST', '/mandates', {
-          protocol: 'ap2', max_amount: 100, budget_amount: 100_000, usage: 'multi_use', expires_at: inAnHour(),
-        })
-        assert.equal(mandate.status, 201, mandate.raw)
+        const mandate = await createMandate(t, account, { max_amount: 100, budget_amount: 100_000, usage: 'multi_use', expires_at: inAnHour() })
         const ids: string[] = []
-        for (let n = 0; n < 20; n++) ids.push(await bankTransfer(account, mandate.body.data.id, n))
+        for (let n = 0; n < 20; n++) ids.push(await bankTransfer(account, mandate.id, n))
 
         // Count every settlement step each runner is handed, per payment.
         const steps = new Map<string, number>()
@@ -60,14 +53,14 @@ for (const kind of storeKinds()) {
             return t.services.payments.settleStep(payload, commit)
           },
         }
-        const a = createBackgroundWork({ db: t.store.db, clock: t.clock, logger: silent, payments: counting })
-        const b = createBackgroundWork({ db: t.store.db, clock: t.clock, logger: silent, payments: counting })
+        const a = createBackgroundWork({ db: t.store.db, clock: t.clock, config: t.config, logger: silent, payments: counting })
+        const b = createBackgroundWork({ db: t.store.db, clock: t.clock, config: t.config, logger: silent, payments: counting })
         const bothAtOnce = () => Promise.all([a.runOnce(), b.runOnce(), a.runOnce(), b.runOnce(), a.runOnce(), b.runOnce()])
         await bothAtOnce()
 
         for (const id of ids) {
           assert.equal(steps.get(id), 1, `settlement step of ${id} ran ${steps.get(id) ?? 0} times`)
-          assert.deepEqual(await eventsOf(t, id), ['payment.created', 'payment.processing'])
+          assert.deepEqual(await eventTypesOf(t.store.db, id), ['payment.created', 'payment.processing'])
           const payment = await account.request('GET', `/payments/${id}`)
           assert.equal(payment.body.data.status, 'processing')
         }
@@ -85,7 +78,7 @@ for (const kind of storeKinds()) {
         await bothAtOnce()
         for (const id of ids) {
           assert.equal(steps.get(id), 1, `final settlement step of ${id} ran ${steps.get(id) ?? 0} times`)
-          assert.deepEqual(await eventsOf(t, id), ['payment.created', 'payment.processing', 'payment.succeeded'])
+          assert.deepEqual(await eventTypesOf(t.store.db, id), ['payment.created', 'payment.processing', 'payment.succeeded'])
         }
         const left = await t.store.db.kysely.selectFrom('jobs').select('id').where('type', '=', 'payment.settle').execute()
         assert.deepEqual(left, [])

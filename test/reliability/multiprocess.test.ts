@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { type Database, openDatabase } from '../../src/db/database.js'
+import { eventTypesOf } from '../helpers/fixtures.js'
 import { call, createKeyWithCli, type HttpAnswer, inAnHour, killServer, stopServer } from '../helpers/processes.js'
 import { type ServerProcess, startServer } from '../helpers/server.js'
 import { createPostgresSchema } from '../helpers/stores.js'
@@ -76,8 +77,7 @@ describe('three server processes on one PostgreSQL', { skip: !pgUrl && 'needs Po
     assert.equal(payment.amount, 1234)
     const rows = await db!.kysely.selectFrom('payments').select(['id']).where('mandate_id', '=', mandateId).execute()
     assert.deepEqual(rows.map((r) => r.id), [payment.id], 'exactly one payment row')
-    const events = await db!.kysely.selectFrom('events').select('type').where('object_id', '=', payment.id).orderBy('id').execute()
-    assert.deepEqual(events.map((e) => e.type), ['payment.created', 'payment.succeeded'])
+    assert.deepEqual(await eventTypesOf(db!, payment.id), ['payment.created', 'payment.succeeded'])
     const charged = await call(server(1).url, key, 'GET', `/mandates/${mandateId}`)
     assert.equal(charged.body.data.amount_used, 1234, 'charged once')
     assert.equal(charged.body.data.uses_count, 1)

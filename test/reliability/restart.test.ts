@@ -4,6 +4,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { describe, test } from 'node:test'
 import { type Database, openDatabase } from '../../src/db/database.js'
+import { eventTypesOf } from '../helpers/fixtures.js'
 import { call, createKeyWithCli, inAnHour, killServer, stopServer, waitFor } from '../helpers/processes.js'
 import { type ServerProcess, startServer } from '../helpers/server.js'
 import { createPostgresSchema } from '../helpers/stores.js'
@@ -82,8 +83,7 @@ async function settlementSurvivesKill(store: RestartStore, note: (message: strin
     assert.equal(settled.amount, 500)
     assert.equal(settled.failure_code, null)
 
-    const events = await db.kysely.selectFrom('events').select(['type']).where('object_id', '=', paymentId).orderBy('id').execute()
-    assert.deepEqual(events.map((e) => e.type), ['payment.created', 'payment.processing', 'payment.succeeded'])
+    assert.deepEqual(await eventTypesOf(db, paymentId), ['payment.created', 'payment.processing', 'payment.succeeded'])
     const left = await db.kysely.selectFrom('jobs').select('id').where('type', '=', 'payment.settle').execute()
     assert.deepEqual(left, [], 'the settlement job is done')
     const mandateAfter = await call(second.url, key, 'GET', `/mandates/${mandate.body.data.id}`)
