@@ -13,12 +13,16 @@ import { type Clock, systemClock } from './lib/clock.js'
 import { newId } from './lib/ids.js'
 import { registerBodyDefaults } from './http/body-defaults.js'
 import { registerIdempotency } from './http/idempotency.js'
+import { eventRoutes } from './modules/events/routes.js'
+import { EventSchema } from './modules/events/schemas.js'
 import { healthRoutes } from './modules/health/routes.js'
 import { mandateRoutes } from './modules/mandates/routes.js'
 import type { Processor } from './modules/payments/processors/processor.js'
 import { MandateSchema } from './modules/mandates/schemas.js'
 import { paymentRoutes } from './modules/payments/routes.js'
 import { PaymentSchema, RefundSchema } from './modules/payments/schemas.js'
+import { CreatedWebhookEndpointSchema, DeliveryAttemptSchema, WebhookEndpointSchema } from './modules/webhooks/schemas.js'
+import { webhookRoutes } from './modules/webhooks/routes.js'
 import { WishSchema } from './modules/wishes/schemas.js'
 import { wishRoutes } from './modules/wishes/routes.js'
 import { createServices, type Services } from './services.js'
@@ -55,7 +59,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('preValidation', async (request) => {
     if (request.body === undefined && (request.method === 'POST' || request.method === 'PUT')) request.body = {}
   })
-  for (const schema of [ErrorResponse, WishSchema, MandateSchema, PaymentSchema, RefundSchema]) app.addSchema(schema)
+  const shared = [ErrorResponse, WishSchema, MandateSchema, PaymentSchema, RefundSchema, EventSchema,
+    WebhookEndpointSchema, CreatedWebhookEndpointSchema, DeliveryAttemptSchema]
+  for (const schema of shared) app.addSchema(schema)
   registerRequestContext(app)
   registerErrorHandling(app)
   await registerOpenApi(app)
@@ -71,6 +77,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await api.register(wishRoutes, { wishes: services.wishes })
     await api.register(mandateRoutes, { mandates: services.mandates })
     await api.register(paymentRoutes, { payments: services.payments })
+    await api.register(eventRoutes, { events: services.events })
+    await api.register(webhookRoutes, { webhooks: services.webhooks })
   })
   return app
 }

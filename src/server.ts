@@ -43,7 +43,7 @@ export async function serve(config: Config, options: { jobs: boolean } = { jobs:
   const services = createServices({ config, db, clock })
   const created = await ensureDevelopmentKey(config, services.accounts)
   const app = await buildApp({ config, db, clock, logger, services })
-  const jobs = options.jobs ? createBackgroundWork({ db, clock, logger, payments: services.payments }) : undefined
+  const jobs = options.jobs ? createBackgroundWork({ db, clock, config, logger, payments: services.payments }) : undefined
 
   const address = await app.listen({ port: config.port, host: config.host })
   jobs?.start()
@@ -64,7 +64,7 @@ export async function work(config: Config): Promise<void> {
   const db = await openAndMigrate(config, logger)
   const clock = systemClock
   const services = createServices({ config, db, clock })
-  const jobs = createBackgroundWork({ db, clock, logger, payments: services.payments, keepProcessAlive: true })
+  const jobs = createBackgroundWork({ db, clock, config, logger, payments: services.payments, keepProcessAlive: true })
   jobs.start()
   logger.info({ store: db.dialect }, 'wishpay worker running')
   onSignal(logger, async () => {

@@ -6,6 +6,8 @@ import { createMandateService } from './modules/mandates/service.js'
 import type { Processor } from './modules/payments/processors/processor.js'
 import { createSandboxProcessor } from './modules/payments/processors/sandbox.js'
 import { createPaymentService } from './modules/payments/service.js'
+import { createEventService } from './modules/events/service.js'
+import { createWebhookService } from './modules/webhooks/service.js'
 import { createWishService } from './modules/wishes/service.js'
 
 export interface ServiceDeps {
@@ -25,6 +27,8 @@ export function createServices(deps: ServiceDeps) {
     wishes: createWishService({ db, clock, config }),
     mandates: createMandateService({ db, clock }),
     payments: createPaymentService({ db, clock, processor }),
+    events: createEventService({ db }),
+    webhooks: createWebhookService({ db, clock, config }),
   }
 }
 

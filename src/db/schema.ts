@@ -118,6 +118,36 @@ export interface JobsTable {
   created_at: string
 }
 
+export interface WebhookEndpointsTable {
+  id: string
+  account_id: string
+  url: string
+  /** JSON array of event types, or ["*"]. */
+  events: string
+  description: string | null
+  secret: string
+  status: 'enabled' | 'disabled'
+  disabled_reason: string | null
+  created_at: string
+  updated_at: string
+}
+
+export interface WebhookAttemptsTable {
+  id: string
+  account_id: string
+  endpoint_id: string
+  event_id: string
+  event_type: string
+  attempt: number
+  status_code: number | null
+  error: string | null
+  /** 1 when the receiver answered 2xx, else 0. */
+  succeeded: number
+  duration_ms: number
+  next_retry_at: string | null
+  created_at: string
+}
+
 export interface DatabaseSchema {
   accounts: AccountsTable
   api_keys: ApiKeysTable
@@ -128,4 +158,6 @@ export interface DatabaseSchema {
   payments: PaymentsTable
   refunds: RefundsTable
   jobs: JobsTable
+  webhook_endpoints: WebhookEndpointsTable
+  webhook_attempts: WebhookAttemptsTable
 }

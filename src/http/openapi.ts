@@ -30,6 +30,8 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'Wishes', description: 'Natural-language descriptions of what to obtain' },
         { name: 'Mandates', description: 'Bounded authority for an agent to spend' },
         { name: 'Payments', description: 'Payments against a mandate, and their refunds' },
+        { name: 'Events', description: 'Every state change, kept 30 days; also the body of webhooks' },
+        { name: 'Webhooks', description: 'Endpoints that receive events, signed per Standard Webhooks v1' },
         { name: 'System', description: 'Health, readiness and this description; no authentication' },
       ],
       components: {

@@ -8,7 +8,7 @@ import { monotonicFactory } from 'ulid'
  */
 const nextUlid = monotonicFactory()
 
-export type IdPrefix = 'acct' | 'key' | 'wish' | 'mdt' | 'pay' | 're' | 'evt' | 'we' | 'req' | 'job'
+export type IdPrefix = 'acct' | 'key' | 'wish' | 'mdt' | 'pay' | 're' | 'evt' | 'we' | 'req' | 'job' | 'wha'
 
 export function newId(prefix: IdPrefix, at: Date = new Date()): string {
   return `${prefix}_${nextUlid(at.getTime()).toLowerCase()}`

@@ -1,6 +1,7 @@
 import type { Migration } from 'kysely'
 import * as initial from './0001_initial.js'
 import * as payments from './0002_payments.js'
+import * as webhooks from './0003_webhooks.js'
 
 /**
  * The explicit, ordered migration registry. Append only: a migration that has shipped is never
@@ -9,4 +10,5 @@ import * as payments from './0002_payments.js'
 export const migrations: Record<string, Migration> = {
   '0001_initial': initial,
   '0002_payments': payments,
+  '0003_webhooks': webhooks,
 }

@@ -1,6 +1,12 @@
 import type { Executor } from '../../db/database.js'
+import { enqueue } from '../../jobs/queue.js'
 import { newId } from '../../lib/ids.js'
+import { enabledEndpoints } from '../webhooks/repository.js'
 import type { EventType } from './types.js'
+
+/** The job that delivers one event to one webhook endpoint. */
+export const DELIVER_JOB = 'webhook.deliver'
+export interface DeliverPayload { endpoint_id: string, event_id: string }
 
 export interface EventInput {
   accountId: string
@@ -11,12 +17,19 @@ export interface EventInput {
   createdAt: string
 }
 
+function subscribes(events: string, type: EventType): boolean {
+  const types = JSON.parse(events) as string[]
+  return types.includes('*') || types.includes(type)
+}
+
 /**
- * Writes an event into the outbox. Always called with the transaction that made the change,
- * so the change and its event commit together or not at all.
+ * Writes an event into the outbox and a delivery job for every enabled endpoint that wants it. Always
+ * called with the transaction that made the change, so the change, its event and its deliveries commit
+ * together or not at all: a crash can delay a webhook but never lose one.
  */
 export async function recordEvent(trx: Executor, input: EventInput): Promise<string> {
-  const id = newId('evt', new Date(input.createdAt))
+  const at = new Date(input.createdAt)
+  const id = newId('evt', at)
   await trx.insertInto('events').values({
     id,
     account_id: input.accountId,
@@ -26,5 +39,10 @@ export async function recordEvent(trx: Executor, input: EventInput): Promise<str
     request_id: input.requestId,
     created_at: input.createdAt,
   }).execute()
+  for (const endpoint of await enabledEndpoints(trx, input.accountId)) {
+    if (!subscribes(endpoint.events, input.type)) continue
+    const payload: DeliverPayload = { endpoint_id: endpoint.id, event_id: id }
+    await enqueue(trx, { type: DELIVER_JOB, payload: { ...payload }, runAt: at }, at)
+  }
   return id
 }

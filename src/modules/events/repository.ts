@@ -1,0 +1,37 @@
+import type { Executor } from '../../db/database.js'
+import type { EventsTable } from '../../db/schema.js'
+import type { EventType } from './types.js'
+
+export type EventRow = EventsTable
+
+export function findEvent(db: Executor, accountId: string, id: string): Promise<EventRow | undefined> {
+  return db.selectFrom('events').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst()
+}
+
+export function findEventById(db: Executor, id: string): Promise<EventRow | undefined> {
+  return db.selectFrom('events').selectAll().where('id', '=', id).executeTakeFirst()
+}
+
+function filtered(db: Executor, accountId: string, type: EventType | undefined) {
+  let query = db.selectFrom('events').where('account_id', '=', accountId)
+  if (type !== undefined) query = query.where('type', '=', type)
+  return query
+}
+
+export function listEvents(db: Executor, accountId: string, type: EventType | undefined, page: { limit: number, offset: number }) {
+  return filtered(db, accountId, type).selectAll()
+    .orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute()
+}
+
+export async function countEvents(db: Executor, accountId: string, type: EventType | undefined): Promise<number> {
+  const row = await filtered(db, accountId, type).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
+  return Number(row.n)
+}
+
+/** Deletes up to `limit` events created before `before`; returns how many went. */
+export async function deleteOlderThan(db: Executor, before: string, limit: number): Promise<number> {
+  const result = await db.deleteFrom('events')
+    .where('id', 'in', (eb) => eb.selectFrom('events').select('id').where('created_at', '<', before).limit(limit))
+    .executeTakeFirst()
+  return Number(result.numDeletedRows)
+}

@@ -1,0 +1,38 @@
+import type { Database } from '../../db/database.js'
+import { errors } from '../../http/errors.js'
+import { pageOf } from '../../http/schemas.js'
+import type { RequestContext } from '../../lib/request-context.js'
+import * as repo from './repository.js'
+import type { Event, ListEventsInput } from './schemas.js'
+
+/** The API form of a stored event; also the body of its webhook deliveries. */
+export function toEvent(row: repo.EventRow): Event {
+  return {
+    id: row.id,
+    type: row.type as Event['type'],
+    created_at: row.created_at,
+    data: JSON.parse(row.data) as Event['data'],
+    request_id: row.request_id,
+  }
+}
+
+export function createEventService(deps: { db: Database }) {
+  const { db } = deps
+  return {
+    async get(ctx: RequestContext, id: string): Promise<Event> {
+      const row = await repo.findEvent(db.kysely, ctx.accountId, id)
+      if (!row) throw errors.resourceMissing('event', id)
+      return toEvent(row)
+    },
+    async list(ctx: RequestContext, input: ListEventsInput) {
+      const page = pageOf(input)
+      const [rows, total] = await Promise.all([
+        repo.listEvents(db.kysely, ctx.accountId, input.type, page),
+        repo.countEvents(db.kysely, ctx.accountId, input.type),
+      ])
+      return { data: rows.map(toEvent), meta: { total, ...page } }
+    },
+  }
+}
+
+export type EventService = ReturnType<typeof createEventService>

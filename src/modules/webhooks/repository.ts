@@ -1,0 +1,76 @@
+import type { Executor } from '../../db/database.js'
+import type { WebhookAttemptsTable, WebhookEndpointsTable } from '../../db/schema.js'
+
+export type EndpointRow = WebhookEndpointsTable
+export type AttemptRow = WebhookAttemptsTable
+
+export async function insertEndpoint(db: Executor, row: EndpointRow): Promise<void> {
+  await db.insertInto('webhook_endpoints').values(row).execute()
+}
+
+export function findEndpoint(db: Executor, accountId: string, id: string): Promise<EndpointRow | undefined> {
+  return db.selectFrom('webhook_endpoints').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst()
+}
+
+export function findEndpointById(db: Executor, id: string): Promise<EndpointRow | undefined> {
+  return db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).executeTakeFirst()
+}
+
+/** The enabled endpoints of an account, for fanning an event out. */
+export function enabledEndpoints(db: Executor, accountId: string): Promise<Pick<EndpointRow, 'id' | 'events'>[]> {
+  return db.selectFrom('webhook_endpoints').select(['id', 'events'])
+    .where('account_id', '=', accountId).where('status', '=', 'enabled').execute()
+}
+
+export async function updateEndpoint(db: Executor, accountId: string, id: string, changes: Partial<EndpointRow>): Promise<void> {
+  await db.updateTable('webhook_endpoints').set(changes).where('account_id', '=', accountId).where('id', '=', id).execute()
+}
+
+export async function disableEndpoint(db: Executor, id: string, reason: string, now: string): Promise<void> {
+  await db.updateTable('webhook_endpoints').set({ status: 'disabled', disabled_reason: reason, updated_at: now })
+    .where('id', '=', id).where('status', '=', 'enabled').execute()
+}
+
+export async function deleteEndpoint(db: Executor, accountId: string, id: string): Promise<boolean> {
+  const result = await db.deleteFrom('webhook_endpoints').where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst()
+  return Number(result.numDeletedRows) > 0
+}
+
+export function listEndpoints(db: Executor, accountId: string, page: { limit: number, offset: number }) {
+  return db.selectFrom('webhook_endpoints').selectAll().where('account_id', '=', accountId)
+    .orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute()
+}
+
+export async function countEndpoints(db: Executor, accountId: string): Promise<number> {
+  const row = await db.selectFrom('webhook_endpoints').select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('account_id', '=', accountId).executeTakeFirstOrThrow()
+  return Number(row.n)
+}
+
+export async function insertAttempt(db: Executor, row: AttemptRow): Promise<void> {
+  await db.insertInto('webhook_attempts').values(row).execute()
+}
+
+export async function countAttempts(db: Executor, endpointId: string, eventId: string): Promise<number> {
+  const row = await db.selectFrom('webhook_attempts').select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('endpoint_id', '=', endpointId).where('event_id', '=', eventId).executeTakeFirstOrThrow()
+  return Number(row.n)
+}
+
+export function listAttempts(db: Executor, endpointId: string, page: { limit: number, offset: number }) {
+  return db.selectFrom('webhook_attempts').selectAll().where('endpoint_id', '=', endpointId)
+    .orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute()
+}
+
+export async function countAttemptsOfEndpoint(db: Executor, endpointId: string): Promise<number> {
+  const row = await db.selectFrom('webhook_attempts').select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('endpoint_id', '=', endpointId).executeTakeFirstOrThrow()
+  return Number(row.n)
+}
+
+export async function deleteAttemptsOlderThan(db: Executor, before: string, limit: number): Promise<number> {
+  const result = await db.deleteFrom('webhook_attempts')
+    .where('id', 'in', (eb) => eb.selectFrom('webhook_attempts').select('id').where('created_at', '<', before).limit(limit))
+    .executeTakeFirst()
+  return Number(result.numDeletedRows)
+}

@@ -1,0 +1,125 @@
+import { randomBytes } from 'node:crypto'
+import type { Config } from '../../config.js'
+import type { Database } from '../../db/database.js'
+import { inTransaction } from '../../db/transaction.js'
+import { errors } from '../../http/errors.js'
+import { pageOf } from '../../http/schemas.js'
+import { type Clock, toTimestamp } from '../../lib/clock.js'
+import { newId } from '../../lib/ids.js'
+import type { RequestContext } from '../../lib/request-context.js'
+import { urlProblem } from './address-policy.js'
+import * as repo from './repository.js'
+import type {
+  CreatedWebhookEndpoint, CreateWebhookEndpointInput, DeliveryAttempt, UpdateWebhookEndpointInput, WebhookEndpoint,
+} from './schemas.js'
+
+function toEndpoint(row: repo.EndpointRow): WebhookEndpoint {
+  return {
+    id: row.id,
+    url: row.url,
+    events: JSON.parse(row.events) as string[],
+    description: row.description,
+    enabled: row.status === 'enabled',
+    disabled_reason: row.disabled_reason,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  }
+}
+
+function toAttempt(row: repo.AttemptRow): DeliveryAttempt {
+  return {
+    id: row.id,
+    event_id: row.event_id,
+    event_type: row.event_type,
+    attempt: row.attempt,
+    status_code: row.status_code,
+    error: row.error,
+    succeeded: row.succeeded === 1,
+    duration_ms: row.duration_ms,
+    next_retry_at: row.next_retry_at,
+    created_at: row.created_at,
+  }
+}
+
+/** Standard Webhooks secrets: whsec_ plus base64 of 24 random bytes. */
+function newSecret(): string {
+  return `whsec_${randomBytes(24).toString('base64')}`
+}
+
+export function createWebhookService(deps: { db: Database, clock: Clock, config: Pick<Config, 'webhookAllowPrivate'> }) {
+  const { db, clock, config } = deps
+
+  async function checkUrl(url: string): Promise<void> {
+    const problem = await urlProblem(url, config.webhookAllowPrivate)
+    if (problem) throw errors.parameterInvalid('url', problem)
+  }
+
+  async function mustFind(ctx: RequestContext, id: string): Promise<repo.EndpointRow> {
+    const row = await repo.findEndpoint(db.kysely, ctx.accountId, id)
+    if (!row) throw errors.resourceMissing('webhook endpoint', id)
+    return row
+  }
+
+  return {
+    async create(ctx: RequestContext, input: CreateWebhookEndpointInput): Promise<CreatedWebhookEndpoint> {
+      await checkUrl(input.url)
+      const nowDate = clock.now()
+      const now = toTimestamp(nowDate)
+      const row: repo.EndpointRow = {
+        id: newId('we', nowDate),
+        account_id: ctx.accountId,
+        url: input.url,
+        events: JSON.stringify(input.events),
+        description: input.description ?? null,
+        secret: newSecret(),
+        status: 'enabled',
+        disabled_reason: null,
+        created_at: now,
+        updated_at: now,
+      }
+      await inTransaction(db, ctx, (trx) => repo.insertEndpoint(trx, row))
+      return { ...toEndpoint(row), secret: row.secret }
+    },
+
+    async get(ctx: RequestContext, id: string): Promise<WebhookEndpoint> {
+      return toEndpoint(await mustFind(ctx, id))
+    },
+
+    async list(ctx: RequestContext, query: { limit?: number | undefined, offset?: number | undefined }) {
+      const page = pageOf(query)
+      const [rows, total] = await Promise.all([repo.listEndpoints(db.kysely, ctx.accountId, page), repo.countEndpoints(db.kysely, ctx.accountId)])
+      return { data: rows.map(toEndpoint), meta: { total, ...page } }
+    },
+
+    async update(ctx: RequestContext, id: string, input: UpdateWebhookEndpointInput): Promise<WebhookEndpoint> {
+      if (input.url !== undefined) await checkUrl(input.url)
+      const row = await mustFind(ctx, id)
+      const changes: Partial<repo.EndpointRow> = {}
+      if (input.url !== undefined && input.url !== row.url) changes.url = input.url
+      if (input.events !== undefined && JSON.stringify(input.events) !== row.events) changes.events = JSON.stringify(input.events)
+      if (input.description !== undefined && input.description !== row.description) changes.description = input.description
+      if (input.enabled !== undefined && input.enabled !== (row.status === 'enabled')) {
+        changes.status = input.enabled ? 'enabled' : 'disabled'
+        changes.disabled_reason = input.enabled ? null : 'Disabled through the API'
+      }
+      if (Object.keys(changes).length === 0) return toEndpoint(row)
+      changes.updated_at = toTimestamp(clock.now())
+      await repo.updateEndpoint(db.kysely, ctx.accountId, id, changes)
+      return toEndpoint({ ...row, ...changes })
+    },
+
+    /** Pending deliveries to a deleted endpoint are dropped when their turn comes. */
+    async remove(ctx: RequestContext, id: string): Promise<void> {
+      if (!(await repo.deleteEndpoint(db.kysely, ctx.accountId, id))) throw errors.resourceMissing('webhook endpoint', id)
+    },
+
+    async deliveries(ctx: RequestContext, id: string, query: { limit?: number | undefined, offset?: number | undefined }) {
+      await mustFind(ctx, id)
+      const page = pageOf(query)
+      const [rows, total] = await Promise.all([repo.listAttempts(db.kysely, id, page), repo.countAttemptsOfEndpoint(db.kysely, id)])
+      return { data: rows.map(toAttempt), meta: { total, ...page } }
+    },
+  }
+}
+
+export type WebhookService = ReturnType<typeof createWebhookService>
