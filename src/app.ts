@@ -5,7 +5,9 @@ import type { Database } from './db/database.js'
 import { authenticate } from './http/auth.js'
 import { BODY_LIMIT_BYTES, registerErrorHandling } from './http/error-handler.js'
 import { registerJsonParser } from './http/json-parser.js'
+import { createMetrics, type Metrics, registerMetrics } from './http/metrics.js'
 import { registerOpenApi } from './http/openapi.js'
+import { registerRateLimit } from './http/rate-limit.js'
 import { registerRequestContext } from './http/request-context.js'
 import { ErrorResponse } from './http/schemas.js'
 import { registerValidators } from './http/validation.js'
@@ -37,6 +39,8 @@ export interface AppDeps {
   services?: Services
   /** The payment processor adapter when services are built here; the sandbox if absent. */
   processor?: Processor
+  /** Metrics shared with the job runner (the server's); created here if absent. */
+  metrics?: Metrics
 }
 
 /** Builds the whole HTTP application around its dependencies. server.ts starts it; tests inject into it. */
@@ -69,11 +73,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerBodyDefaults(app)
   registerIdempotency(app, { db: deps.db, clock, ttlSeconds: deps.config.idempotencyTtlSeconds })
 
+  const limitRate = await registerRateLimit(app, { perSecond: deps.config.rateLimitPerSecond, redisUrl: deps.config.redisUrl, logger: app.log })
   const services = deps.services ?? createServices({ config: deps.config, db: deps.db, clock, ...(deps.processor ? { processor: deps.processor } : {}) })
 
+  registerMetrics(app, deps.metrics ?? createMetrics({ db: deps.db, clock }), deps.config.metricsToken)
   await app.register(healthRoutes, { db: deps.db })
   await app.register(async (api) => {
     api.addHook('onRequest', authenticate(services.accounts))
+    api.addHook('onRequest', limitRate)
     await api.register(wishRoutes, { wishes: services.wishes })
     await api.register(mandateRoutes, { mandates: services.mandates })
     await api.register(paymentRoutes, { payments: services.payments })

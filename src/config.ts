@@ -16,6 +16,8 @@ export interface Config {
   readonly webhookAllowPrivate: boolean
   readonly metricsToken: string | undefined
   readonly defaultProtocol: 'ap2' | 'acp'
+  /** How long a stopping server waits for in-flight requests before closing their connections. */
+  readonly shutdownTimeoutMs: number
   readonly production: boolean
 }
 
@@ -107,6 +109,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookAllowPrivate: read('WEBHOOK_ALLOW_PRIVATE', boolean, false),
     metricsToken: read<string | undefined>('METRICS_TOKEN', text, undefined),
     defaultProtocol: read('DEFAULT_PROTOCOL', oneOf(['ap2', 'acp'] as const), 'ap2'),
+    shutdownTimeoutMs: read('SHUTDOWN_TIMEOUT_MS', integer(0, 600_000), 10_000),
     production: env.NODE_ENV === 'production',
   }
   if (problems.length > 0) throw new ConfigError(problems.map((p) => `Invalid configuration: ${p}`).join('\n'))

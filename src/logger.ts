@@ -10,11 +10,13 @@ export const REDACT_PATHS = [
   'key', 'key_hash', 'secret', '*.key', '*.key_hash', '*.secret', '*.authorization',
 ]
 
+/** JSON lines, or pino-pretty's readable lines when stdout is a terminal. */
 export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
   return pino({
     level: config.logLevel,
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
     base: { service: 'wishpay' },
     timestamp: pino.stdTimeFunctions.isoTime,
+    ...(process.stdout.isTTY ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l' } } } : {}),
   })
 }

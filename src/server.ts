@@ -3,6 +3,7 @@ import { buildApp } from './app.js'
 import type { Config } from './config.js'
 import { type Database, openConfiguredDatabase } from './db/database.js'
 import { migrateToLatest } from './db/migrate.js'
+import { createMetrics } from './http/metrics.js'
 import { createBackgroundWork } from './jobs/index.js'
 import { releaseAll } from './jobs/queue.js'
 import { systemClock } from './lib/clock.js'
@@ -42,8 +43,11 @@ export async function serve(config: Config, options: { jobs: boolean } = { jobs:
   const clock = systemClock
   const services = createServices({ config, db, clock })
   const created = await ensureDevelopmentKey(config, services.accounts)
-  const app = await buildApp({ config, db, clock, logger, services })
-  const jobs = options.jobs ? createBackgroundWork({ db, clock, config, logger, payments: services.payments }) : undefined
+  const metrics = createMetrics({ db, clock })
+  const app = await buildApp({ config, db, clock, logger, services, metrics })
+  const jobs = options.jobs
+    ? createBackgroundWork({ db, clock, config, logger, payments: services.payments, onDelivery: metrics.webhookDelivery })
+    : undefined
 
   const address = await app.listen({ port: config.port, host: config.host })
   jobs?.start()
@@ -52,8 +56,14 @@ export async function serve(config: Config, options: { jobs: boolean } = { jobs:
   if (created) process.stdout.write(developmentKeyBanner(created, address.replace('0.0.0.0', '127.0.0.1')))
 
   onSignal(logger, async () => {
-    await app.close()
-    await jobs?.stop()
+    // Stop accepting and let in-flight requests finish, within the bound; the runner finishes the job in
+    // hand and hands back the ones it had claimed. Then the database goes.
+    const overdue = setTimeout(() => {
+      logger.warn({ timeout_ms: config.shutdownTimeoutMs }, 'in-flight requests did not finish in time; closing their connections')
+      app.server.closeAllConnections()
+    }, config.shutdownTimeoutMs)
+    await Promise.all([app.close(), jobs?.stop()])
+    clearTimeout(overdue)
     await db.close()
   })
 }

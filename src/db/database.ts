@@ -10,9 +10,17 @@ export type DialectName = 'sqlite' | 'postgres'
 /** A query runner: the database itself or an open transaction. Repositories take this. */
 export type Executor = Kysely<DatabaseSchema> | Transaction<DatabaseSchema>
 
+export interface PoolStats {
+  /** Connections open, idle among them, and queries waiting for one. */
+  total: number
+  idle: number
+  waiting: number
+}
+
 export interface Database {
   readonly kysely: Kysely<DatabaseSchema>
   readonly dialect: DialectName
+  poolStats(): PoolStats
   /** Throws when the database does not answer. */
   ping(): Promise<void>
   close(): Promise<void>
@@ -52,6 +60,8 @@ function openSqlite(file: string): Database {
   return {
     kysely,
     dialect: 'sqlite',
+    // One connection, shared by turns.
+    poolStats: () => ({ total: 1, idle: 1, waiting: 0 }),
     ping: async () => { await sql`select 1`.execute(kysely) },
     close: () => kysely.destroy(),
   }
@@ -62,6 +72,9 @@ function openPostgres(url: string, options: DatabaseOptions): Database {
     connectionString: url,
     max: options.poolSize ?? 10,
     types: pgTypes,
+    // Fail fast when the server is unreachable, so callers get a 503 within 2 s instead of a hang.
+    connectionTimeoutMillis: 1500,
+    query_timeout: 10_000,
     ...(options.postgresSchema ? { options: `-c search_path=${options.postgresSchema}` } : {}),
   })
   // An idle client that loses its server emits 'error'; without a listener the process would crash.
@@ -70,6 +83,7 @@ function openPostgres(url: string, options: DatabaseOptions): Database {
   return {
     kysely,
     dialect: 'postgres',
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     ping: async () => { await sql`select 1`.execute(kysely) },
     close: () => kysely.destroy(),
   }

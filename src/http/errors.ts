@@ -148,6 +148,13 @@ export const errors = {
     code: 'unsupported_media_type',
     message: `Content-Type must be application/json${contentType ? ` (got ${contentType})` : ''}`,
   }),
+  rateLimited: (retryAfterSeconds: number) => new AppError({
+    status: 429,
+    type: 'rate_limit_error',
+    code: 'rate_limited',
+    message: `Too many requests with this API key; retry after ${retryAfterSeconds} s`,
+    headers: { 'Retry-After': String(retryAfterSeconds) },
+  }),
   internal: () => new AppError({
     status: 500, type: 'api_error', code: 'internal_error', message: 'An internal error occurred; it has been logged',
   }),

@@ -101,6 +101,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   422: 'Refused: idempotency_key_reused (idempotency_error), or a mandate or payment rule (payment_error)',
   413: 'Request body over 1 MiB (payload_too_large)',
   415: 'Content-Type is not application/json (unsupported_media_type)',
+  429: 'Too many requests with this key (rate_limited); retry after Retry-After seconds',
   500: 'Internal error (internal_error)',
   503: 'Database unavailable (service_unavailable); retry after Retry-After seconds',
 }
@@ -115,5 +116,5 @@ export function errorResponses(...statuses: number[]) {
 }
 
 /** Error statuses every authenticated route may answer, plus the route's own. */
-export const readErrors = (...extra: number[]) => errorResponses(400, 401, ...extra)
-export const writeErrors = (...extra: number[]) => errorResponses(400, 401, 403, 413, 415, ...extra)
+export const readErrors = (...extra: number[]) => errorResponses(400, 401, 429, ...extra)
+export const writeErrors = (...extra: number[]) => errorResponses(400, 401, 403, 413, 415, 429, ...extra)

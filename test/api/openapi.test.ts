@@ -12,7 +12,7 @@ import { storeKinds } from '../helpers/stores.js'
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'patch', 'options', 'head', 'trace'] as const
 const WRITE_METHODS = new Set(['post', 'put', 'patch', 'delete'])
-const OPEN_OPERATIONS = ['GET /healthz', 'GET /readyz', 'GET /openapi.json']
+const OPEN_OPERATIONS = ['GET /healthz', 'GET /readyz', 'GET /openapi.json', 'GET /metrics']
 const EXPECTED_OPERATIONS = ['POST /wishes', 'GET /wishes', 'GET /wishes/{id}', 'PUT /wishes/{id}', 'DELETE /wishes/{id}', ...OPEN_OPERATIONS]
 const ERROR_REF = '#/components/schemas/Error'
 

@@ -62,7 +62,8 @@ export async function startTestApp(kind: StoreKind, env: Record<string, string> 
     throw error
   }
   const clock = new TestClock()
-  const config = loadConfig({ ...env })
+  // A high rate limit unless a test sets one: concurrency tests fire many requests with one key.
+  const config = loadConfig({ RATE_LIMIT_PER_SECOND: '1000000', ...env })
   const services = createServices({ config, db: store.db, clock })
   const app = await buildApp({ config, db: store.db, clock, services })
   const accounts = services.accounts

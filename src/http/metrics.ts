@@ -1,0 +1,109 @@
+import type { FastifyInstance } from 'fastify'
+import { Counter, Gauge, Histogram, Registry } from 'prom-client'
+import type { Database } from '../db/database.js'
+import { stats as queueStats } from '../jobs/queue.js'
+import type { Clock } from '../lib/clock.js'
+import { toTimestamp } from '../lib/clock.js'
+import { errors } from './errors.js'
+
+export interface Metrics {
+  registry: Registry
+  /** Counts webhook delivery outcomes of this process's job runner. */
+  webhookDelivery(outcome: string): void
+}
+
+/**
+ * Prometheus metrics. Request timings and webhook outcomes are counted in-process (Prometheus sums
+ * them across processes); payments by status, queue depth and lag are read from the database at scrape
+ * time, so every process reports the same shared truth.
+ */
+export function createMetrics(deps: { db: Database, clock: Clock }): Metrics {
+  const { db, clock } = deps
+  const registry = new Registry()
+  const webhookDeliveries = new Counter({
+    name: 'wishpay_webhook_deliveries_total',
+    help: 'Webhook delivery attempts by outcome (delivered, retrying, failed, disabled, dropped)',
+    labelNames: ['outcome'],
+    registers: [registry],
+  })
+  new Gauge({
+    name: 'wishpay_payments',
+    help: 'Payments by status',
+    labelNames: ['status'],
+    registers: [registry],
+    async collect() {
+      this.reset()
+      const rows = await db.kysely.selectFrom('payments').select(['status', (eb) => eb.fn.countAll<number>().as('n')]).groupBy('status').execute()
+      for (const row of rows) this.set({ status: row.status }, Number(row.n))
+    },
+  })
+  const queueDepth = new Gauge({ name: 'wishpay_job_queue_depth', help: 'Background jobs due now', registers: [registry] })
+  new Gauge({
+    name: 'wishpay_job_queue_lag_seconds',
+    help: 'How long the oldest due job has waited past its run time',
+    registers: [registry],
+    async collect() {
+      const stats = await queueStats(db.kysely, toTimestamp(clock.now()))
+      queueDepth.set(stats.depth)
+      this.set(stats.lagSeconds)
+    },
+  })
+  new Gauge({
+    name: 'wishpay_db_pool_connections',
+    help: 'Database pool connections by state (total, idle, waiting requests)',
+    labelNames: ['state'],
+    registers: [registry],
+    collect() {
+      const pool = db.poolStats()
+      this.set({ state: 'total' }, pool.total)
+      this.set({ state: 'idle' }, pool.idle)
+      this.set({ state: 'waiting' }, pool.waiting)
+    },
+  })
+  return { registry, webhookDelivery: (outcome) => webhookDeliveries.inc({ outcome }) }
+}
+
+/** Request-duration histogram on every request, and GET /metrics (open, or behind METRICS_TOKEN). */
+export function registerMetrics(app: FastifyInstance, metrics: Metrics, token: string | undefined): void {
+  const duration = new Histogram({
+    name: 'wishpay_http_request_duration_seconds',
+    help: 'HTTP request duration by route template, method and status',
+    labelNames: ['route', 'method', 'status_code'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [metrics.registry],
+  })
+  app.addHook('onResponse', async (request, reply) => {
+    duration.observe(
+      { route: request.routeOptions.url ?? 'not_found', method: request.method, status_code: String(reply.statusCode) },
+      reply.elapsedTime / 1000,
+    )
+  })
+
+  app.get('/metrics', {
+    schema: {
+      operationId: 'getMetrics',
+      summary: 'Prometheus metrics',
+      description: 'Prometheus text format. Open, unless METRICS_TOKEN is set: then send it as `Authorization: Bearer <token>`.',
+      tags: ['System'],
+      security: [],
+      response: {
+        200: {
+          description: 'Prometheus exposition text',
+          content: {
+            'text/plain': {
+              schema: {
+                type: 'string',
+                examples: ['# HELP wishpay_payments Payments by status\n# TYPE wishpay_payments gauge\nwishpay_payments{status="succeeded"} 42\n'],
+              },
+            },
+          },
+        },
+        401: { description: 'METRICS_TOKEN is set and was not sent', content: { 'application/json': { schema: { $ref: 'Error' } } } },
+      },
+    },
+  }, async (request, reply) => {
+    if (token !== undefined && request.headers.authorization !== `Bearer ${token}`) throw errors.authenticationRequired()
+    const text = await metrics.registry.metrics()
+    return reply.type(metrics.registry.contentType).send(text)
+  })
+}

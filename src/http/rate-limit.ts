@@ -1,0 +1,81 @@
+import rateLimit from '@fastify/rate-limit'
+import type { FastifyBaseLogger, FastifyInstance, onRequestAsyncHookHandler } from 'fastify'
+import { Redis } from 'ioredis'
+import { errors } from './errors.js'
+
+export interface RateLimitDeps {
+  perSecond: number
+  /** redis:// URL: the limit is shared by every process using it. Otherwise it is per process. */
+  redisUrl: string | undefined
+  logger: FastifyBaseLogger
+}
+
+const POLICY = 'per-key'
+const WARN_EVERY_MS = 60_000
+
+/** Logs at most one warning a minute, however often the store fails. */
+function throttledWarning(logger: FastifyBaseLogger) {
+  let last = 0
+  return (error: unknown, message: string) => {
+    const now = Date.now()
+    if (now - last < WARN_EVERY_MS) return
+    last = now
+    logger.warn({ err: error }, message)
+  }
+}
+
+/**
+ * A Redis client that never queues commands while disconnected, so an unreachable Redis costs each
+ * request a quick error (and the request goes on) rather than a wait.
+ */
+function createRedis(url: string, warn: ReturnType<typeof throttledWarning>): Redis {
+  const redis = new Redis(url, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    connectTimeout: 1000,
+    commandTimeout: 250,
+    retryStrategy: (times) => Math.min(times * 200, 2000),
+  })
+  redis.on('error', (error) => warn(error, 'Redis is unreachable: rate limits are not enforced until it returns'))
+  return redis
+}
+
+/**
+ * Per-API-key rate limiting (RATE_LIMIT_PER_SECOND) with @fastify/rate-limit's stores. Every API answer
+ * carries the IETF draft's RateLimit-Policy and RateLimit headers; over the limit the answer is the
+ * contract's 429 `rate_limited` with Retry-After. If the store fails (Redis down) requests flow: the
+ * limit fails open and a warning is logged once a minute.
+ *
+ * Returns the hook to add after authentication in the API scope.
+ */
+export async function registerRateLimit(app: FastifyInstance, deps: RateLimitDeps): Promise<onRequestAsyncHookHandler> {
+  const warn = throttledWarning(deps.logger)
+  const redis = deps.redisUrl ? createRedis(deps.redisUrl, warn) : undefined
+  await app.register(rateLimit, {
+    global: false,
+    max: deps.perSecond,
+    timeWindow: 1000,
+    skipOnError: false,
+    nameSpace: 'wishpay-rate-limit:',
+    ...(redis ? { redis } : {}),
+  })
+  if (redis) app.addHook('onClose', async () => { redis.disconnect() })
+
+  const limiter = app.createRateLimit({ keyGenerator: (request) => request.principal?.keyId ?? request.ip })
+  const policy = `"${POLICY}";q=${deps.perSecond};w=1`
+
+  return async (request, reply) => {
+    let result: Awaited<ReturnType<typeof limiter>>
+    try {
+      result = await limiter(request)
+    } catch (error) {
+      warn(error, 'The rate-limit store failed: requests are let through')
+      return
+    }
+    if (result.isAllowed) return
+    const reset = Math.max(1, result.ttlInSeconds)
+    reply.header('RateLimit-Policy', policy)
+    reply.header('RateLimit', `"${POLICY}";r=${result.remaining};t=${reset}`)
+    if (result.isExceeded) throw errors.rateLimited(reset)
+  }
+}
