@@ -7,14 +7,16 @@ const MAX_RETRY_AFTER_SECONDS = 24 * 3600
 
 /**
  * Milliseconds to wait after failed attempt number `attempt` (1-based), or undefined when it was the
- * last. A receiver's Retry-After (429, 503) is respected as given, up to a day; otherwise the schedule
- * applies with +-10 % jitter, so retries from many deliveries do not arrive in step.
+ * last. The schedule applies with +-10 % jitter, so retries of many deliveries do not arrive in step. A
+ * receiver's Retry-After (429, 503) is a floor, up to a day: never sooner than it asks, and never so
+ * soon that a short Retry-After burns through the attempts.
  */
 export function retryDelayMs(attempt: number, scale: number, retryAfterSeconds: number | null, random: () => number = Math.random): number | undefined {
   const base = SCHEDULE_SECONDS[attempt - 1]
   if (base === undefined) return undefined
-  if (retryAfterSeconds !== null) return Math.min(retryAfterSeconds, MAX_RETRY_AFTER_SECONDS) * 1000
-  return Math.round(base * 1000 * scale * (0.9 + 0.2 * random()))
+  const scheduled = Math.round(base * 1000 * scale * (0.9 + 0.2 * random()))
+  if (retryAfterSeconds === null) return scheduled
+  return Math.max(scheduled, Math.min(retryAfterSeconds, MAX_RETRY_AFTER_SECONDS) * 1000)
 }
 
 export const MAX_ATTEMPTS = SCHEDULE_SECONDS.length + 1

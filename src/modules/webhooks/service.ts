@@ -92,8 +92,8 @@ export function createWebhookService(deps: { db: Database, clock: Clock, config:
     },
 
     async update(ctx: RequestContext, id: string, input: UpdateWebhookEndpointInput): Promise<WebhookEndpoint> {
-      if (input.url !== undefined) await checkUrl(input.url)
       const row = await mustFind(ctx, id)
+      if (input.url !== undefined) await checkUrl(input.url)
       const changes: Partial<repo.EndpointRow> = {}
       if (input.url !== undefined && input.url !== row.url) changes.url = input.url
       if (input.events !== undefined && JSON.stringify(input.events) !== row.events) changes.events = JSON.stringify(input.events)

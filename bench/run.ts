@@ -1,0 +1,110 @@
+/**
+ * `npm run bench [-- --quick]`: every scenario beside its floor, on SQLite and (with BENCH_DATABASE_URL
+ * or TEST_DATABASE_URL) PostgreSQL. Prints a table and writes bench/results/<date>-<store>.json.
+ * Timings are reported, never asserted.
+ */
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { parseArgs } from 'node:util'
+import { paymentFloor } from './floors.js'
+import { ROOT, type RunningProcess, startHello, startWishpay } from './processes.js'
+import { load, type LoadResult, newPaymentBody } from './scenarios.js'
+import { seedBasics, seedWishes } from './seed.js'
+import { type BenchStore, openBenchStore } from './stores.js'
+
+const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, store: { type: 'string' } } })
+const quick = values.quick
+const DURATION = quick ? 1 : 10
+const CONNECTIONS = 64
+const WISHES = quick ? 10_000 : 1_000_000
+
+interface Row {
+  scenario: string
+  requestsPerSecond: number
+  p50: number
+  p99: number
+  errors: number
+  peakRssMb: number
+  floor: string
+  floorRequestsPerSecond: number | null
+  ratio: number | null
+}
+
+function row(scenario: string, result: LoadResult, server: RunningProcess, floor: string, floorRps: number | null): Row {
+  return {
+    scenario,
+    requestsPerSecond: Math.round(result.requestsPerSecond),
+    p50: result.p50,
+    p99: result.p99,
+    errors: result.errors,
+    peakRssMb: server.peakRssMb(),
+    floor,
+    floorRequestsPerSecond: floorRps === null ? null : Math.round(floorRps),
+    ratio: floorRps ? Math.round((result.requestsPerSecond / floorRps) * 100) / 100 : null,
+  }
+}
+
+async function runStore(store: BenchStore): Promise<Row[]> {
+  const rows: Row[] = []
+  const seed = await seedBasics(store)
+  process.stderr.write(`[${store.name}] seeding ${WISHES} wishes…\n`)
+  await seedWishes(store, seed.accountId, WISHES)
+
+  // The database floor runs alone, before the service starts, so neither slows the other.
+  process.stderr.write(`[${store.name}] payment floor…\n`)
+  const dbFloor = await paymentFloor(store, seed, DURATION * 1000, CONNECTIONS)
+  const hello = await startHello()
+  const helloGet = await load({ url: hello.url, path: '/payments/x', connections: CONNECTIONS, durationSeconds: DURATION })
+  const helloPost = await load({ url: hello.url, path: '/wishes', method: 'POST', body: () => ({ query: 'x' }), connections: CONNECTIONS, durationSeconds: DURATION })
+  await hello.stop()
+
+  const server = await startWishpay(store.env)
+  try {
+    const base = { url: server.url, key: seed.key, connections: CONNECTIONS, durationSeconds: DURATION }
+    process.stderr.write(`[${store.name}] scenarios…\n`)
+    const pay = await load({ ...base, path: '/payments', method: 'POST', body: newPaymentBody(seed.mandateId) })
+    rows.push(row('POST /payments (new key each)', pay, server, 'database work, no HTTP', dbFloor.requestsPerSecond))
+    const replayBody = { mandate_id: seed.mandateId, amount: 1, idempotency_key: 'bench-replay' }
+    const replay = await load({ ...base, path: '/payments', method: 'POST', body: () => replayBody })
+    rows.push(row('POST /payments (replay one key)', replay, server, 'hello-world POST', helloPost.requestsPerSecond))
+    const get = await load({ ...base, path: `/payments/${seed.paymentId}` })
+    rows.push(row('GET /payments/:id', get, server, 'hello-world GET', helloGet.requestsPerSecond))
+    const wish = await load({ ...base, path: '/wishes', method: 'POST', body: () => ({ query: 'a bench wish' }) })
+    rows.push(row('POST /wishes', wish, server, 'hello-world POST', helloPost.requestsPerSecond))
+    const first = await load({ ...base, path: '/wishes?status=active&limit=10' })
+    rows.push(row(`GET /wishes?status=active&limit=10 (${WISHES} rows)`, first, server, 'p50/p99 only', null))
+    const deep = WISHES >= 1_000_000 ? 900_000 : Math.floor(WISHES * 0.9)
+    const far = await load({ ...base, path: `/wishes?status=active&limit=10&offset=${deep}` })
+    rows.push(row(`… same at offset=${deep}`, far, server, 'p50/p99 only', null))
+  } finally {
+    await server.stop()
+  }
+  return rows
+}
+
+function print(store: string, rows: Row[]): void {
+  const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'peak RSS MB', 'floor', 'floor req/s', 'ratio']
+  const lines = rows.map((r) => [r.scenario, r.requestsPerSecond, r.p50, r.p99, r.errors, r.peakRssMb, r.floor, r.floorRequestsPerSecond ?? '', r.ratio ?? ''].map(String))
+  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)))
+  const format = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`
+  process.stdout.write(`\n${store}${quick ? ' (quick)' : ''}\n${format(header)}\n|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|\n${lines.map(format).join('\n')}\n`)
+}
+
+const postgresUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL
+const kinds: ('sqlite' | 'postgres')[] = values.store ? [values.store as 'sqlite' | 'postgres'] : ['sqlite', ...(postgresUrl ? ['postgres' as const] : [])]
+const machine = { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? 'unknown', memoryGb: Math.round(os.totalmem() / 2 ** 30), node: process.version }
+for (const kind of kinds) {
+  const store = await openBenchStore(kind, postgresUrl)
+  try {
+    const rows = await runStore(store)
+    print(kind, rows)
+    if (!quick) {
+      const file = path.join(ROOT, 'bench/results', `${new Date().toISOString().slice(0, 10)}-${kind}.json`)
+      fs.writeFileSync(file, `${JSON.stringify({ date: new Date().toISOString(), store: kind, machine, durationSeconds: DURATION, connections: CONNECTIONS, rows }, null, 2)}\n`)
+      process.stdout.write(`written ${path.relative(ROOT, file)}\n`)
+    }
+  } finally {
+    await store.drop()
+  }
+}

@@ -1,0 +1,60 @@
+import SQLite from 'better-sqlite3'
+import { sql } from 'kysely'
+import { loadConfig } from '../src/config.js'
+import { systemClock } from '../src/lib/clock.js'
+import { createServices } from '../src/services.js'
+import type { BenchStore } from './stores.js'
+
+export interface Seed {
+  key: string
+  accountId: string
+  mandateId: string
+  paymentId: string
+}
+
+/** An account with a write key, a mandate no run can exhaust, and one payment to read. */
+export async function seedBasics(store: BenchStore): Promise<Seed> {
+  const services = createServices({ config: loadConfig({}), db: store.db, clock: systemClock })
+  const created = await services.accounts.createKey(`bench-${Date.now()}`, 'write')
+  const ctx = { accountId: created.account_id, requestId: null }
+  const mandate = await services.mandates.create(ctx, {
+    protocol: 'ap2', max_amount: 1_000_000, budget_amount: 1e12, usage: 'multi_use', currency: 'USD',
+    expires_at: new Date(Date.now() + 30 * 86_400_000).toISOString(),
+  })
+  const payment = await services.payments.create(ctx, { mandate_id: mandate.id, amount: 100, currency: 'USD', payment_method: 'card' })
+  return { key: created.key, accountId: created.account_id, mandateId: mandate.id, paymentId: payment.id }
+}
+
+/**
+ * `count` wishes in bulk, straight through SQL: 95 % active (so offset 900000 of status=active still
+ * has rows at 1M), the rest pending, fulfilled or cancelled; one millisecond apart.
+ */
+export async function seedWishes(store: BenchStore, accountId: string, count: number): Promise<void> {
+  const start = Date.now() - count - 60_000
+  if (store.name === 'sqlite') {
+    const connection = new SQLite(store.sqlitePath!)
+    connection.pragma('journal_mode = WAL')
+    const insert = connection.prepare(`insert into wishes (id, account_id, status, query, budget_max, budget_currency, protocol, category, metadata, expires_at, created_at, updated_at)
+      values (?, ?, ?, ?, null, null, 'ap2', null, '{}', null, ?, ?)`)
+    const statuses = ['pending', 'fulfilled', 'cancelled']
+    const batch = connection.transaction((from: number, to: number) => {
+      for (let i = from; i < to; i++) {
+        const at = new Date(start + i).toISOString()
+        const status = i % 20 === 0 ? statuses[(i / 20) % 3]! : 'active'
+        insert.run(`wish_bench${String(i).padStart(21, '0')}`, accountId, status, `bench wish ${i}`, at, at)
+      }
+    })
+    for (let from = 0; from < count; from += 50_000) batch(from, Math.min(count, from + 50_000))
+    connection.pragma('wal_checkpoint(TRUNCATE)')
+    connection.close()
+    return
+  }
+  await sql`insert into wishes (id, account_id, status, query, budget_max, budget_currency, protocol, category, metadata, expires_at, created_at, updated_at)
+    select 'wish_bench' || lpad(i::text, 21, '0'), ${accountId},
+      case when i % 20 = 0 then (array['pending','fulfilled','cancelled'])[((i / 20) % 3) + 1] else 'active' end,
+      'bench wish ' || i, null, null, 'ap2', null, '{}', null,
+      to_char((to_timestamp(${start / 1000}::double precision) + i * interval '1 millisecond') at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+      to_char((to_timestamp(${start / 1000}::double precision) + i * interval '1 millisecond') at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+    from generate_series(0, ${count - 1}::int) as i`.execute(store.db.kysely)
+  await sql`analyze wishes`.execute(store.db.kysely)
+}
