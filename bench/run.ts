@@ -16,6 +16,7 @@ import { type BenchStore, openBenchStore } from './stores.js'
 const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, store: { type: 'string' } } })
 const quick = values.quick
 const DURATION = quick ? 1 : 10
+const WARMUP = quick ? 1 : 3
 const CONNECTIONS = 64
 const WISHES = quick ? 10_000 : 1_000_000
 
@@ -55,13 +56,13 @@ async function runStore(store: BenchStore): Promise<Row[]> {
   process.stderr.write(`[${store.name}] payment floor…\n`)
   const dbFloor = await paymentFloor(store, seed, DURATION * 1000, CONNECTIONS)
   const hello = await startHello()
-  const helloGet = await load({ url: hello.url, path: '/payments/x', connections: CONNECTIONS, durationSeconds: DURATION })
-  const helloPost = await load({ url: hello.url, path: '/wishes', method: 'POST', body: () => ({ query: 'x' }), connections: CONNECTIONS, durationSeconds: DURATION })
+  const helloGet = await load({ url: hello.url, path: '/payments/x', connections: CONNECTIONS, durationSeconds: DURATION, warmupSeconds: WARMUP })
+  const helloPost = await load({ url: hello.url, path: '/wishes', method: 'POST', body: () => ({ query: 'x' }), connections: CONNECTIONS, durationSeconds: DURATION, warmupSeconds: WARMUP })
   await hello.stop()
 
   const server = await startWishpay(store.env)
   try {
-    const base = { url: server.url, key: seed.key, connections: CONNECTIONS, durationSeconds: DURATION }
+    const base = { url: server.url, key: seed.key, connections: CONNECTIONS, durationSeconds: DURATION, warmupSeconds: WARMUP }
     process.stderr.write(`[${store.name}] scenarios…\n`)
     const pay = await load({ ...base, path: '/payments', method: 'POST', body: newPaymentBody(seed.mandateId) })
     rows.push(row('POST /payments (new key each)', pay, server, 'database work, no HTTP', dbFloor.requestsPerSecond))

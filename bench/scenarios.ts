@@ -17,10 +17,17 @@ export interface LoadOptions {
   body?: () => Record<string, unknown>
   connections: number
   durationSeconds: number
+  /** Seconds of the same load first, not measured, so the JIT and caches are warm. */
+  warmupSeconds?: number
 }
 
 /** Runs autocannon against one route; every non-2xx answer or socket error counts as an error. */
 export async function load(options: LoadOptions): Promise<LoadResult> {
+  if (options.warmupSeconds) await measure({ ...options, durationSeconds: options.warmupSeconds })
+  return measure(options)
+}
+
+async function measure(options: LoadOptions): Promise<LoadResult> {
   const headers: Record<string, string> = { 'content-type': 'application/json' }
   if (options.key) headers.authorization = `Bearer ${options.key}`
   const makeBody = options.body
