@@ -55,14 +55,22 @@ export async function serve(config: Config, options: { jobs: boolean } = { jobs:
   // Straight to the terminal, never through the logger: logs must not hold keys.
   if (created) process.stdout.write(developmentKeyBanner(created, address.replace('0.0.0.0', '127.0.0.1')))
 
+  let stopping = false
+  // While stopping, answers close their connection, so keep-alive clients cannot hold the server open.
+  app.server.on('request', (_request, response) => { if (stopping) response.shouldKeepAlive = false })
+
   onSignal(logger, async () => {
     // Stop accepting and let in-flight requests finish, within the bound; the runner finishes the job in
     // hand and hands back the ones it had claimed. Then the database goes.
+    stopping = true
+    // Connections whose request was already in flight go idle once answered: close them as they do.
+    const closeIdle = setInterval(() => app.server.closeIdleConnections(), 100)
     const overdue = setTimeout(() => {
       logger.warn({ timeout_ms: config.shutdownTimeoutMs }, 'in-flight requests did not finish in time; closing their connections')
       app.server.closeAllConnections()
     }, config.shutdownTimeoutMs)
     await Promise.all([app.close(), jobs?.stop()])
+    clearInterval(closeIdle)
     clearTimeout(overdue)
     await db.close()
   })
