@@ -3,6 +3,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import type { Config } from './config.js'
 import type { Database } from './db/database.js'
 import { authenticate } from './http/auth.js'
+import { type Lifecycle, registerDraining } from './http/draining.js'
 import { BODY_LIMIT_BYTES, registerErrorHandling } from './http/error-handler.js'
 import { registerJsonParser } from './http/json-parser.js'
 import { createMetrics, type Metrics, registerMetrics } from './http/metrics.js'
@@ -41,6 +42,8 @@ export interface AppDeps {
   processor?: Processor
   /** Metrics shared with the job runner (the server's); created here if absent. */
   metrics?: Metrics
+  /** Set draining by the server when it stops; never draining if absent. */
+  lifecycle?: Lifecycle
 }
 
 /** Builds the whole HTTP application around its dependencies. server.ts starts it; tests inject into it. */
@@ -66,8 +69,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const shared = [ErrorResponse, WishSchema, MandateSchema, PaymentSchema, RefundSchema, EventSchema,
     WebhookEndpointSchema, CreatedWebhookEndpointSchema, DeliveryAttemptSchema]
   for (const schema of shared) app.addSchema(schema)
+  const lifecycle = deps.lifecycle ?? { draining: false }
   registerRequestContext(app)
   registerErrorHandling(app)
+  registerDraining(app, lifecycle)
   await registerOpenApi(app)
   // Before any route: these act on the routes that declare `config.bodyDefaults` / `config.idempotency`.
   registerBodyDefaults(app)
@@ -77,7 +82,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const services = deps.services ?? createServices({ config: deps.config, db: deps.db, clock, ...(deps.processor ? { processor: deps.processor } : {}) })
 
   registerMetrics(app, deps.metrics ?? createMetrics({ db: deps.db, clock }), deps.config.metricsToken)
-  await app.register(healthRoutes, { db: deps.db })
+  await app.register(healthRoutes, { db: deps.db, lifecycle })
   await app.register(async (api) => {
     api.addHook('onRequest', authenticate(services.accounts))
     api.addHook('onRequest', limitRate)

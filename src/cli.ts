@@ -23,7 +23,7 @@ Configuration comes from the environment, as for the server (see README).`
 class UsageError extends Error {}
 
 async function withDatabase<T>(config: Config, work: (db: ReturnType<typeof openConfiguredDatabase>) => Promise<T>): Promise<T> {
-  const db = openConfiguredDatabase(config)
+  const db = openConfiguredDatabase(config, { queryTimeoutMs: 0, poolSize: 1 })
   try {
     await migrateToLatest(db)
     return await work(db)
@@ -91,7 +91,7 @@ async function main(argv: string[]): Promise<void> {
     case 'worker':
       return work(config)
     case 'migrate': {
-      const db = openConfiguredDatabase(config)
+      const db = openConfiguredDatabase(config, { queryTimeoutMs: 0, poolSize: 1 })
       try {
         const applied = await migrateToLatest(db)
         process.stdout.write(applied.length > 0 ? `Applied ${applied.join(', ')}.\n` : 'The database schema is up to date.\n')

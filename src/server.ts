@@ -12,9 +12,16 @@ import { developmentKeyBanner, ensureDevelopmentKey } from './modules/accounts/b
 import { createServices } from './services.js'
 
 async function openAndMigrate(config: Config, logger: Logger): Promise<Database> {
+  // Migrations get their own connection without the serving query timeout: waiting for another
+  // process's migration lock may take longer.
+  const migrating = openConfiguredDatabase(config, { queryTimeoutMs: 0, poolSize: 1 })
+  try {
+    const applied = await migrateToLatest(migrating)
+    if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated')
+  } finally {
+    await migrating.close()
+  }
   const db = openConfiguredDatabase(config)
-  const applied = await migrateToLatest(db)
-  if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated')
   // The embedded store has one process at a time: leases left behind are from one that died.
   if (db.dialect === 'sqlite') await releaseAll(db.kysely)
   return db
@@ -44,7 +51,8 @@ export async function serve(config: Config, options: { jobs: boolean } = { jobs:
   const services = createServices({ config, db, clock })
   const created = await ensureDevelopmentKey(config, services.accounts)
   const metrics = createMetrics({ db, clock })
-  const app = await buildApp({ config, db, clock, logger, services, metrics })
+  const lifecycle = { draining: false }
+  const app = await buildApp({ config, db, clock, logger, services, metrics, lifecycle })
   const jobs = options.jobs
     ? createBackgroundWork({ db, clock, config, logger, payments: services.payments, onDelivery: metrics.webhookDelivery })
     : undefined
@@ -55,16 +63,16 @@ export async function serve(config: Config, options: { jobs: boolean } = { jobs:
   // Straight to the terminal, never through the logger: logs must not hold keys.
   if (created) process.stdout.write(developmentKeyBanner(created, address.replace('0.0.0.0', '127.0.0.1')))
 
-  let stopping = false
-  // While stopping, answers close their connection, so keep-alive clients cannot hold the server open.
-  app.server.on('request', (_request, response) => { if (stopping) response.shouldKeepAlive = false })
+  // While draining, answers close their connection, so keep-alive clients cannot hold the server open.
+  app.server.on('request', (_request, response) => { if (lifecycle.draining) response.shouldKeepAlive = false })
 
   onSignal(logger, async () => {
     // Stop accepting and let in-flight requests finish, within the bound; the runner finishes the job in
     // hand and hands back the ones it had claimed. Then the database goes.
-    stopping = true
+    lifecycle.draining = true
     // Connections whose request was already in flight go idle once answered: close them as they do.
-    const closeIdle = setInterval(() => app.server.closeIdleConnections(), 100)
+    // Only once the listener is closed: until then a new connection is answered 503, not cut.
+    const closeIdle = setInterval(() => { if (!app.server.listening) app.server.closeIdleConnections() }, 100)
     const overdue = setTimeout(() => {
       logger.warn({ timeout_ms: config.shutdownTimeoutMs }, 'in-flight requests did not finish in time; closing their connections')
       app.server.closeAllConnections()

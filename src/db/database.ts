@@ -33,6 +33,28 @@ export interface DatabaseOptions {
   /** PostgreSQL schema to work in (tests give each run its own). */
   postgresSchema?: string
   poolSize?: number
+  /**
+   * Client-side bound on every PostgreSQL query, so that an unresponsive server costs a request a quick
+   * 503 rather than a hang. 0 turns it off (migrations, which may wait on another process's lock).
+   */
+  queryTimeoutMs?: number
+}
+
+/** Serving queries are tiny; anything slower than this means the database is not answering. */
+export const SERVING_QUERY_TIMEOUT_MS = 5000
+/** Opening a connection: an unreachable server must cost a request well under 2 s. */
+const CONNECT_TIMEOUT_MS = 1500
+/** Waiting for a free pooled connection under load: long, since overload is not an outage. */
+const POOL_WAIT_TIMEOUT_MS = 10_000
+
+/**
+ * pg-pool uses one option, connectionTimeoutMillis, both to open a connection and to wait for a free
+ * one. Each client gets the short connect timeout through this subclass; the pool keeps the long wait.
+ */
+class QuickConnectClient extends pg.Client {
+  constructor(config?: pg.ClientConfig) {
+    super({ ...config, connectionTimeoutMillis: CONNECT_TIMEOUT_MS })
+  }
 }
 
 // COUNT(*) and bigint columns arrive as strings from pg; every integer we store fits in 2^53.
@@ -72,13 +94,16 @@ function openPostgres(url: string, options: DatabaseOptions): Database {
     connectionString: url,
     max: options.poolSize ?? 10,
     types: pgTypes,
-    // Fail fast when the server is unreachable, so callers get a 503 within 2 s instead of a hang.
-    connectionTimeoutMillis: 1500,
-    query_timeout: 10_000,
+    // An unreachable server fails each request fast (503); an unresponsive one within the query timeout.
+    Client: QuickConnectClient,
+    connectionTimeoutMillis: POOL_WAIT_TIMEOUT_MS,
+    ...(options.queryTimeoutMs !== 0 ? { query_timeout: options.queryTimeoutMs ?? SERVING_QUERY_TIMEOUT_MS } : {}),
     ...(options.postgresSchema ? { options: `-c search_path=${options.postgresSchema}` } : {}),
   })
-  // An idle client that loses its server emits 'error'; without a listener the process would crash.
+  // A client that loses its server emits 'error', idle in the pool or checked out between queries;
+  // without a listener the process would crash. The failed query itself reports the error to its caller.
   pool.on('error', () => {})
+  pool.on('connect', (client) => { client.on('error', () => {}) })
   const kysely = new Kysely<DatabaseSchema>({ dialect: new PostgresDialect({ pool }) })
   return {
     kysely,
@@ -90,6 +115,9 @@ function openPostgres(url: string, options: DatabaseOptions): Database {
 }
 
 /** The store the configuration selects: PostgreSQL for a postgres:// DATABASE_URL, else SQLite in DATA_DIR. */
-export function openConfiguredDatabase(config: { databaseUrl: string | undefined, dataDir: string }): Database {
-  return openDatabase({ databaseUrl: config.databaseUrl, sqlitePath: path.join(config.dataDir, 'wishpay.db') })
+export function openConfiguredDatabase(
+  config: { databaseUrl: string | undefined, dataDir: string },
+  options: Pick<DatabaseOptions, 'queryTimeoutMs' | 'poolSize'> = {},
+): Database {
+  return openDatabase({ databaseUrl: config.databaseUrl, sqlitePath: path.join(config.dataDir, 'wishpay.db'), ...options })
 }

@@ -25,5 +25,5 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   if (/^(08|53)/.test(code) || /^57P0/.test(code)) return true
   if (code === 'SQLITE_BUSY' || code === 'SQLITE_FULL' || code === 'SQLITE_LOCKED') return true
   const message = error instanceof Error ? error.message : ''
-  return /Connection terminated|timeout exceeded when trying to connect/i.test(message)
+  return /Connection terminated|timeout exceeded when trying to connect|Query read timeout/i.test(message)
 }

@@ -37,15 +37,20 @@ export function createMetrics(deps: { db: Database, clock: Clock }): Metrics {
       for (const row of rows) this.set({ status: row.status }, Number(row.n))
     },
   })
-  const queueDepth = new Gauge({ name: 'wishpay_job_queue_depth', help: 'Background jobs due now', registers: [registry] })
+  new Gauge({
+    name: 'wishpay_job_queue_depth',
+    help: 'Background jobs due now',
+    registers: [registry],
+    async collect() {
+      this.set((await queueStats(db.kysely, toTimestamp(clock.now()))).depth)
+    },
+  })
   new Gauge({
     name: 'wishpay_job_queue_lag_seconds',
     help: 'How long the oldest due job has waited past its run time',
     registers: [registry],
     async collect() {
-      const stats = await queueStats(db.kysely, toTimestamp(clock.now()))
-      queueDepth.set(stats.depth)
-      this.set(stats.lagSeconds)
+      this.set((await queueStats(db.kysely, toTimestamp(clock.now()))).lagSeconds)
     },
   })
   new Gauge({

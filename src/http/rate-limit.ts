@@ -28,15 +28,19 @@ function throttledWarning(logger: FastifyBaseLogger) {
  * A Redis client that never queues commands while disconnected, so an unreachable Redis costs each
  * request a quick error (and the request goes on) rather than a wait.
  */
-function createRedis(url: string, warn: ReturnType<typeof throttledWarning>): Redis {
+async function createRedis(url: string, warn: ReturnType<typeof throttledWarning>): Promise<Redis> {
   const redis = new Redis(url, {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
     connectTimeout: 1000,
     commandTimeout: 250,
+    lazyConnect: true,
     retryStrategy: (times) => Math.min(times * 200, 2000),
   })
   redis.on('error', (error) => warn(error, 'Redis is unreachable: rate limits are not enforced until it returns'))
+  // Connected before the first request, so no request meets a client that is still connecting. If Redis
+  // is down now, the client keeps reconnecting in the background and requests flow meanwhile.
+  await redis.connect().catch(() => {})
   return redis
 }
 
@@ -50,7 +54,7 @@ function createRedis(url: string, warn: ReturnType<typeof throttledWarning>): Re
  */
 export async function registerRateLimit(app: FastifyInstance, deps: RateLimitDeps): Promise<onRequestAsyncHookHandler> {
   const warn = throttledWarning(deps.logger)
-  const redis = deps.redisUrl ? createRedis(deps.redisUrl, warn) : undefined
+  const redis = deps.redisUrl ? await createRedis(deps.redisUrl, warn) : undefined
   await app.register(rateLimit, {
     global: false,
     max: deps.perSecond,

@@ -42,6 +42,8 @@ export interface JobRunnerOptions {
 }
 
 const MAX_BACKOFF_MS = 5 * 60_000
+/** A database outage fails every pass; one warning a minute says so without flooding the log. */
+const PASS_FAILURE_WARN_EVERY_MS = 60_000
 
 /**
  * The background runner. Work lives in the jobs table, so it survives restarts; it is claimed with a
@@ -57,6 +59,7 @@ export function createJobRunner(options: JobRunnerOptions) {
   let timer: NodeJS.Timeout | undefined
   let current: Promise<void> | undefined
   let stopping = false
+  let lastPassWarning = 0
 
   async function finishOutsideTransaction(id: string, next: Date | undefined) {
     if (next) await queue.reschedule(db.kysely, id, toTimestamp(next), '')
@@ -127,7 +130,14 @@ export function createJobRunner(options: JobRunnerOptions) {
     if (stopping) return
     timer = setTimeout(() => {
       current = tick()
-        .catch((error: unknown) => { logger.warn({ err: error }, 'job runner pass failed'); return false })
+        .catch((error: unknown) => {
+          const now = Date.now()
+          if (now - lastPassWarning >= PASS_FAILURE_WARN_EVERY_MS) {
+            lastPassWarning = now
+            logger.warn({ err: error }, 'job runner pass failed; retrying every poll, next warning in a minute at the earliest')
+          }
+          return false
+        })
         .then((full) => schedule(full ? 0 : pollIntervalMs))
     }, delayMs)
     if (!options.keepProcessAlive) timer.unref()

@@ -2,12 +2,13 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import type { Database } from '../../db/database.js'
 import { errorResponses } from '../../http/schemas.js'
+import type { Lifecycle } from '../../http/draining.js'
 import { errors } from '../../http/errors.js'
 
 const Status = Type.Object({ status: Type.Literal('ok') }, { description: 'OK', examples: [{ status: 'ok' }] })
 
 /** Open routes for load balancers and orchestrators: no authentication. */
-export const healthRoutes: FastifyPluginAsyncTypebox<{ db: Pick<Database, 'ping'> }> = async (app, { db }) => {
+export const healthRoutes: FastifyPluginAsyncTypebox<{ db: Pick<Database, 'ping'>, lifecycle: Lifecycle }> = async (app, { db, lifecycle }) => {
   app.get('/healthz', {
     schema: {
       operationId: 'getHealth',
@@ -23,12 +24,13 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{ db: Pick<Database, 'ping'
     schema: {
       operationId: 'getReadiness',
       summary: 'Readiness',
-      description: '200 when the database answers, else 503 `service_unavailable`.',
+      description: '200 when the database answers and the process is not shutting down, else 503 `service_unavailable`.',
       tags: ['System'],
       security: [],
       response: { 200: Status, ...errorResponses() },
     },
   }, async (request) => {
+    if (lifecycle.draining) throw errors.serviceUnavailable()
     try {
       await db.ping()
     } catch (error) {

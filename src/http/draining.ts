@@ -1,0 +1,20 @@
+import type { FastifyInstance } from 'fastify'
+import { errors } from './errors.js'
+
+/** Process state the HTTP layer needs to know: a draining server takes no new work. */
+export interface Lifecycle {
+  draining: boolean
+}
+
+/**
+ * Once the server drains (SIGTERM), a request that arrives on an open connection is answered 503
+ * `service_unavailable` with Retry-After and `Connection: close`, so the client retries elsewhere;
+ * requests already running are not touched. /readyz turns 503 at the same moment.
+ */
+export function registerDraining(app: FastifyInstance, lifecycle: Lifecycle): void {
+  app.addHook('onRequest', async (_request, reply) => {
+    if (!lifecycle.draining) return
+    reply.header('Connection', 'close')
+    throw errors.serviceUnavailable()
+  })
+}

@@ -1,0 +1,269 @@
+import assert from 'node:assert/strict'
+import { randomUUID } from 'node:crypto'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { after, before, describe, test } from 'node:test'
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
+import { migrateToLatest } from '../../src/db/migrate.js'
+import { createMetrics } from '../../src/http/metrics.js'
+import { createBackgroundWork } from '../../src/jobs/index.js'
+import { randomBase62 } from '../../src/lib/ids.js'
+import { createServices } from '../../src/services.js'
+import { type Response, startTestApp, type TestApp, toResponse } from '../helpers/app.js'
+import { assertError } from '../helpers/assertions.js'
+import { TestClock } from '../helpers/clock.js'
+import { createMandate, createSucceededPayment, createWish } from '../helpers/fixtures.js'
+import { storeKinds, type TestStore } from '../helpers/stores.js'
+
+/**
+ * GET /metrics (contract section 8): Prometheus text with request latencies by route, method and
+ * status, payments by status, the job queue and the database pool; open unless METRICS_TOKEN is set;
+ * webhook delivery outcomes counted by the job runner that shares the app's Metrics.
+ */
+
+/** One sample of the exposition text: its name, labels and value. */
+interface Sample {
+  name: string
+  labels: Record<string, string>
+  value: number
+}
+
+function parseSamples(text: string): Sample[] {
+  const samples: Sample[] = []
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue
+    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line)
+    assert.ok(match, `a well-formed sample line: ${JSON.stringify(line)}`)
+    const labels: Record<string, string> = {}
+    for (const pair of (match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[pair[1]!] = pair[2]!
+    samples.push({ name: match[1]!, labels, value: Number(match[3]) })
+  }
+  return samples
+}
+
+/** The samples named `name` whose labels include `labels`. */
+function find(samples: Sample[], name: string, labels: Record<string, string> = {}): Sample[] {
+  return samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
+}
+
+/** The single sample named `name` with exactly these labels (plus none other). */
+function valueOf(samples: Sample[], name: string, labels: Record<string, string> = {}): number | undefined {
+  const found = samples.filter((s) => s.name === name && Object.keys(s.labels).length === Object.keys(labels).length
+    && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
+  assert.ok(found.length <= 1, `one ${name} sample with ${JSON.stringify(labels)}`)
+  return found[0]?.value
+}
+
+function assertPrometheusText(res: Response): Sample[] {
+  assert.equal(res.status, 200, res.raw)
+  assert.match(String(res.headers['content-type']), /^text\/plain/, 'Prometheus text content type')
+  assert.match(String(res.headers['content-type']), /version=0\.0\.4/)
+  return parseSamples(res.raw)
+}
+
+for (const kind of storeKinds()) {
+  describe(`GET /metrics, open (${kind.name})`, () => {
+    let t: TestApp
+    before(async () => { t = await startTestApp(kind) })
+    after(async () => { await t?.close() })
+
+    test('without authentication it is 200 Prometheus text with every documented metric', async () => {
+      const a = await t.account()
+      await createWish(a, { query: 'metrics' })
+      const mandate = await createMandate(t, a, { usage: 'multi_use', budget_amount: 10_000 })
+      await createSucceededPayment(a, mandate.id, 100)
+      await createSucceededPayment(a, mandate.id, 200)
+      const missing = await a.request('GET', '/wishes/wish_doesnotexist')
+      assert.equal(missing.status, 404)
+
+      const res = await t.inject({ method: 'GET', url: '/metrics' })
+      const samples = assertPrometheusText(res)
+      for (const name of ['wishpay_http_request_duration_seconds', 'wishpay_payments', 'wishpay_job_queue_depth',
+        'wishpay_job_queue_lag_seconds', 'wishpay_db_pool_connections', 'wishpay_webhook_deliveries_total']) {
+        assert.match(res.raw, new RegExp(`^# TYPE ${name} `, 'm'), `${name} is exposed`)
+      }
+      assert.match(res.raw, /^# TYPE wishpay_http_request_duration_seconds histogram$/m)
+
+      // Request latencies by route template (not the raw URL), method and status.
+      const posted = find(samples, 'wishpay_http_request_duration_seconds_count', { route: '/wishes', method: 'POST', status_code: '201' })
+      assert.equal(posted.length, 1, res.raw)
+      assert.equal(posted[0]!.value, 1, 'one POST /wishes 201')
+      const payments = find(samples, 'wishpay_http_request_duration_seconds_count', { route: '/payments', method: 'POST', status_code: '201' })
+      assert.equal(payments[0]?.value, 2, 'two POST /payments 201')
+      const notFound = find(samples, 'wishpay_http_request_duration_seconds_count', { method: 'GET', status_code: '404' })
+      assert.ok(notFound.some((s) => s.labels.route === '/wishes/:id' && s.value === 1), `GET /wishes/:id 404 by its template: ${JSON.stringify(notFound)}`)
+      assert.ok(!samples.some((s) => s.labels.route?.includes('wish_doesnotexist')), 'ids never become label values')
+      const buckets = find(samples, 'wishpay_http_request_duration_seconds_bucket', { route: '/wishes', method: 'POST', status_code: '201' })
+      assert.ok(buckets.length > 1 && buckets.some((b) => b.labels.le === '+Inf' && b.value === 1), 'histogram buckets up to +Inf')
+      assert.ok((find(samples, 'wishpay_http_request_duration_seconds_sum', { route: '/payments', method: 'POST' })[0]?.value ?? -1) > 0)
+
+      // Payments by status, read from the store: both payments of this new store.
+      assert.equal(valueOf(samples, 'wishpay_payments', { status: 'succeeded' }), 2)
+      const depth = valueOf(samples, 'wishpay_job_queue_depth')
+      assert.ok(depth !== undefined && Number.isInteger(depth) && depth >= 0, `queue depth ${depth}`)
+      const lag = valueOf(samples, 'wishpay_job_queue_lag_seconds')
+      assert.ok(lag !== undefined && lag >= 0, `queue lag ${lag}`)
+      for (const state of ['total', 'idle', 'waiting']) {
+        const n = valueOf(samples, 'wishpay_db_pool_connections', { state })
+        assert.ok(n !== undefined && Number.isInteger(n) && n >= 0, `pool ${state}: ${n}`)
+      }
+    })
+
+    test('payments by status follow the store', async () => {
+      const a = await t.account()
+      const mandate = await createMandate(t, a, { usage: 'multi_use', budget_amount: 10_000 })
+      const before = valueOf(parseSamples((await t.inject({ method: 'GET', url: '/metrics' })).raw), 'wishpay_payments', { status: 'succeeded' }) ?? 0
+      await createSucceededPayment(a, mandate.id, 300, randomUUID())
+      const afterwards = valueOf(parseSamples((await t.inject({ method: 'GET', url: '/metrics' })).raw), 'wishpay_payments', { status: 'succeeded' })
+      assert.equal(afterwards, before + 1)
+    })
+
+    test('/metrics ignores a bearer header when no METRICS_TOKEN is set', async () => {
+      const res = await t.inject({ method: 'GET', url: '/metrics', headers: { authorization: 'Bearer whatever' } })
+      assertPrometheusText(res)
+    })
+  })
+
+  describe(`GET /metrics behind METRICS_TOKEN (${kind.name})`, () => {
+    let t: TestApp
+    before(async () => { t = await startTestApp(kind, { METRICS_TOKEN: 'secret' }) })
+    after(async () => { await t?.close() })
+
+    test('no Authorization header is 401 authentication_error', async () => {
+      const res = await t.inject({ method: 'GET', url: '/metrics' })
+      assertError(res, 401, 'authentication_error', 'authentication_required')
+      assert.doesNotMatch(res.raw, /wishpay_/)
+    })
+
+    test('a wrong token, another scheme or an API key is 401', async () => {
+      const a = await t.account()
+      for (const authorization of ['Bearer wrong', 'Bearer secret2', 'Bearer  secret', 'Basic c2VjcmV0', 'secret', `Bearer ${a.key}`]) {
+        const res = await t.inject({ method: 'GET', url: '/metrics', headers: { authorization } })
+        assert.equal(res.status, 401, `${authorization}: ${res.raw}`)
+        assert.equal(res.body?.error?.type, 'authentication_error', res.raw)
+        assert.doesNotMatch(res.raw, /wishpay_/)
+      }
+    })
+
+    test('Authorization: Bearer secret is 200 Prometheus text', async () => {
+      const res = await t.inject({ method: 'GET', url: '/metrics', headers: { authorization: 'Bearer secret' } })
+      const samples = assertPrometheusText(res)
+      assert.ok(find(samples, 'wishpay_db_pool_connections').length > 0, res.raw)
+    })
+
+    test('the token guards only /metrics: health and API routes are as before', async () => {
+      assert.equal((await t.inject({ method: 'GET', url: '/healthz' })).status, 200)
+      const a = await t.account()
+      assert.equal((await a.request('GET', '/wishes')).status, 200)
+    })
+  })
+}
+
+/** A webhook receiver answering by path: /ok 200, /gone 410, /fail 500. */
+async function startReceiver(): Promise<{ url: string, hits: string[], close(): Promise<void> }> {
+  const hits: string[] = []
+  const server = http.createServer((req, res) => {
+    req.resume()
+    req.on('end', () => {
+      hits.push(req.url ?? '')
+      res.statusCode = req.url === '/ok' ? 200 : req.url === '/gone' ? 410 : 500
+      res.end()
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()))
+  const { port } = server.address() as AddressInfo
+  return {
+    url: `http://127.0.0.1:${port}`,
+    hits,
+    close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()) }),
+  }
+}
+
+describe('webhook delivery outcomes in /metrics (sqlite)', () => {
+  const kind = storeKinds()[0]!
+  let store: TestStore | undefined
+  let app: FastifyInstance | undefined
+  let jobs: ReturnType<typeof createBackgroundWork> | undefined
+  let receiver: Awaited<ReturnType<typeof startReceiver>> | undefined
+  let key = ''
+
+  before(async () => {
+    store = await kind.open()
+    await migrateToLatest(store.db)
+    const clock = new TestClock()
+    const config = loadConfig({ WEBHOOK_ALLOW_PRIVATE: 'true', RATE_LIMIT_PER_SECOND: '1000000' })
+    const services = createServices({ config, db: store.db, clock })
+    // As the server does: one Metrics shared by the app and the job runner.
+    const metrics = createMetrics({ db: store.db, clock })
+    app = await buildApp({ config, db: store.db, clock, services, metrics })
+    const silent = { info() {}, warn() {}, error() {} }
+    jobs = createBackgroundWork({ db: store.db, clock, config, logger: silent, payments: services.payments, onDelivery: metrics.webhookDelivery })
+    key = (await services.accounts.createKey(`metrics-${randomBase62(8)}`, 'write')).key
+    receiver = await startReceiver()
+  })
+
+  after(async () => {
+    await jobs?.stop()
+    await app?.close()
+    await receiver?.close()
+    await store?.close()
+  })
+
+  const request = async (method: 'GET' | 'POST', url: string, body?: unknown) => toResponse(await app!.inject({
+    method,
+    url,
+    headers: { authorization: `Bearer ${key}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    ...(body !== undefined ? { payload: JSON.stringify(body) } : {}),
+  }))
+
+  test('delivered, retrying and disabled attempts are counted by outcome', async () => {
+    const scrape = async () => parseSamples((await app!.inject({ method: 'GET', url: '/metrics' })).payload)
+    const outcomes = ['delivered', 'retrying', 'disabled']
+    for (const outcome of outcomes) {
+      assert.equal(valueOf(await scrape(), 'wishpay_webhook_deliveries_total', { outcome }) ?? 0, 0, `no ${outcome} yet`)
+    }
+
+    for (const path of ['/ok', '/fail', '/gone']) {
+      const res = await request('POST', '/webhook_endpoints', { url: `${receiver!.url}${path}`, events: ['wish.created'] })
+      assert.equal(res.status, 201, res.raw)
+    }
+    const wish = await request('POST', '/wishes', { query: 'count my deliveries' })
+    assert.equal(wish.status, 201, wish.raw)
+
+    // Each endpoint gets its first attempt.
+    for (let i = 0; i < 10 && receiver!.hits.length < 3; i++) await jobs!.runOnce()
+    assert.deepEqual([...receiver!.hits].sort(), ['/fail', '/gone', '/ok'])
+
+    const samples = await scrape()
+    assert.equal(valueOf(samples, 'wishpay_webhook_deliveries_total', { outcome: 'delivered' }), 1, 'the 200')
+    assert.equal(valueOf(samples, 'wishpay_webhook_deliveries_total', { outcome: 'retrying' }), 1, 'the 500, retried later')
+    assert.equal(valueOf(samples, 'wishpay_webhook_deliveries_total', { outcome: 'disabled' }), 1, 'the 410, endpoint disabled')
+    assert.equal(valueOf(samples, 'wishpay_webhook_deliveries_total', { outcome: 'failed' }) ?? 0, 0)
+    assert.match((await app!.inject({ method: 'GET', url: '/metrics' })).payload, /^# TYPE wishpay_webhook_deliveries_total counter$/m)
+  })
+})
+
+describe('createMetrics on its own', () => {
+  test('webhookDelivery(outcome) increments wishpay_webhook_deliveries_total{outcome}', async () => {
+    const kind = storeKinds()[0]!
+    const store = await kind.open()
+    try {
+      await migrateToLatest(store.db)
+      const metrics = createMetrics({ db: store.db, clock: new TestClock() })
+      metrics.webhookDelivery('delivered')
+      metrics.webhookDelivery('delivered')
+      metrics.webhookDelivery('failed')
+      const samples = parseSamples(await metrics.registry.metrics())
+      assert.equal(valueOf(samples, 'wishpay_webhook_deliveries_total', { outcome: 'delivered' }), 2)
+      assert.equal(valueOf(samples, 'wishpay_webhook_deliveries_total', { outcome: 'failed' }), 1)
+      assert.equal(valueOf(samples, 'wishpay_payments', { status: 'succeeded' }), undefined, 'no payments in a new store')
+      // Two Metrics never share a registry (one per app, so tests and processes do not mix counts).
+      const other = createMetrics({ db: store.db, clock: new TestClock() })
+      assert.equal(valueOf(parseSamples(await other.registry.metrics()), 'wishpay_webhook_deliveries_total', { outcome: 'delivered' }), undefined)
+    } finally {
+      await store.close()
+    }
+  })
+})
