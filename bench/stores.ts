@@ -40,7 +40,8 @@ export async function openBenchStore(kind: 'sqlite' | 'postgres', postgresUrl?: 
   }
   const schema = `wishpay_bench_${randomBase62(8).toLowerCase()}`
   await admin(postgresUrl!, `create schema "${schema}"`)
-  const db = openDatabase({ databaseUrl: postgresUrl!, postgresSchema: schema })
+  // Bulk seeding takes longer than the serving query timeout allows.
+  const db = openDatabase({ databaseUrl: postgresUrl!, postgresSchema: schema, queryTimeoutMs: 0 })
   await migrateToLatest(db)
   const withSchema = new URL(postgresUrl!)
   withSchema.searchParams.set('options', `-c search_path=${schema}`)

@@ -56,7 +56,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // Fastify's own two lines per request are replaced by one line of ours (request-context.ts).
     logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT_BYTES,
-    return503OnClosing: true,
+    // Draining answers its own 503 envelope (http/draining.ts), from SIGTERM on, and the server closes
+    // idle connections itself (server.ts): Fastify's immediate sweep would reset a connection accepted
+    // just before the listener closed, before its request could arrive.
+    return503OnClosing: false,
+    forceCloseConnections: false,
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   registerValidators(app)

@@ -70,9 +70,14 @@ export async function serve(config: Config, options: { jobs: boolean } = { jobs:
     // Stop accepting and let in-flight requests finish, within the bound; the runner finishes the job in
     // hand and hands back the ones it had claimed. Then the database goes.
     lifecycle.draining = true
-    // Connections whose request was already in flight go idle once answered: close them as they do.
-    // Only once the listener is closed: until then a new connection is answered 503, not cut.
-    const closeIdle = setInterval(() => { if (!app.server.listening) app.server.closeIdleConnections() }, 100)
+    // Connections go idle once answered: close them as they do. Only from 500 ms after the listener has
+    // closed, so that a connection accepted just before gets its request in (and a 503), not a reset.
+    let listenerClosedAt: number | undefined
+    const closeIdle = setInterval(() => {
+      if (app.server.listening) return
+      listenerClosedAt ??= Date.now()
+      if (Date.now() - listenerClosedAt >= 500) app.server.closeIdleConnections()
+    }, 100)
     const overdue = setTimeout(() => {
       logger.warn({ timeout_ms: config.shutdownTimeoutMs }, 'in-flight requests did not finish in time; closing their connections')
       app.server.closeAllConnections()

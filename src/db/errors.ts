@@ -17,13 +17,16 @@ export function isUniqueViolation(error: unknown): boolean {
 
 const UNAVAILABLE_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EPIPE', 'EHOSTUNREACH'])
 
+/** pg's own words when a connection is gone: the query, or the rollback after it, cannot run. */
+const CONNECTION_LOST = /Connection terminated|timeout exceeded when trying to connect|Query read timeout|not queryable|server closed the connection unexpectedly/i
+
 /** The database cannot serve right now (down, busy, full); the client may retry later. */
-export function isDatabaseUnavailable(error: unknown): boolean {
+export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
+  if (depth < 3 && error instanceof Error && error.cause !== undefined && isDatabaseUnavailable(error.cause, depth + 1)) return true
   const code = codeOf(error)
   if (UNAVAILABLE_NODE_CODES.has(code)) return true
   // 08xxx connection exceptions, 53xxx insufficient resources, 57P0x shutdown / cannot connect now.
   if (/^(08|53)/.test(code) || /^57P0/.test(code)) return true
   if (code === 'SQLITE_BUSY' || code === 'SQLITE_FULL' || code === 'SQLITE_LOCKED') return true
-  const message = error instanceof Error ? error.message : ''
-  return /Connection terminated|timeout exceeded when trying to connect|Query read timeout/i.test(message)
+  return CONNECTION_LOST.test(error instanceof Error ? error.message : '')
 }

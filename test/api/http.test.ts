@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { randomBase62 } from '../../src/lib/ids.js'
-import { createAccountService } from '../../src/modules/accounts/service.js'
+import { createAccountService, KEY_CACHE_TTL_MS } from '../../src/modules/accounts/service.js'
 import { startAppWithClosedDatabase, startTestApp, toResponse, type Response, type TestApp } from '../helpers/app.js'
 import { assertEnvelopeHeaders, assertError } from '../helpers/assertions.js'
 import { storeKinds } from '../helpers/stores.js'
@@ -128,10 +128,25 @@ for (const kind of storeKinds()) {
         }
       })
 
-      test('a revoked key: 401 invalid_api_key; the account\'s other keys still work', async () => {
+      test('a key revoked by another process stops working within the 1 s key cache', async () => {
         const a = await t.account()
         assert.equal((await a.request('GET', '/wishes')).status, 200)
-        const result = await createAccountService({ db: t.store.db, clock: t.clock }).revokeKey(a.keyId)
+        const elsewhere = createAccountService({ db: t.store.db, clock: t.clock })
+        assert.equal(await elsewhere.revokeKey(a.keyId), 'revoked')
+        const revokedAt = Date.now()
+        let res = await a.request('GET', '/wishes')
+        while (res.status === 200 && Date.now() - revokedAt < KEY_CACHE_TTL_MS + 500) {
+          await new Promise((resolve) => setTimeout(resolve, 50))
+          res = await a.request('GET', '/wishes')
+        }
+        assertError(res, 401, 'authentication_error', 'invalid_api_key')
+        assert.ok(Date.now() - revokedAt <= KEY_CACHE_TTL_MS + 500, 'revocation took effect within the cache lifetime')
+      })
+
+      test('a revoked key: 401 invalid_api_key at once when revoked through this process; other keys still work', async () => {
+        const a = await t.account()
+        assert.equal((await a.request('GET', '/wishes')).status, 200)
+        const result = await t.services.accounts.revokeKey(a.keyId)
         assert.equal(result, 'revoked')
         for (const [method, url, body] of [['GET', '/wishes', undefined], ['POST', '/wishes', { query: 'x' }]] as const) {
           const res = await a.request(method, url, body)

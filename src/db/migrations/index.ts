@@ -2,6 +2,7 @@ import type { Migration } from 'kysely'
 import * as initial from './0001_initial.js'
 import * as payments from './0002_payments.js'
 import * as webhooks from './0003_webhooks.js'
+import * as wishListIndex from './0004_wish_list_index.js'
 
 /**
  * The explicit, ordered migration registry. Append only: a migration that has shipped is never
@@ -11,4 +12,5 @@ export const migrations: Record<string, Migration> = {
   '0001_initial': initial,
   '0002_payments': payments,
   '0003_webhooks': webhooks,
+  '0004_wish_list_index': wishListIndex,
 }

@@ -32,8 +32,18 @@ export interface Principal {
 
 export type RevokeResult = 'revoked' | 'already_revoked' | 'not_found'
 
+/**
+ * How long an authenticated key is trusted without asking the database again. A revocation made by
+ * another process (the CLI, another server) is honoured within this time; one made through this process
+ * at once.
+ */
+export const KEY_CACHE_TTL_MS = 1000
+const KEY_CACHE_MAX = 10_000
+
 export function createAccountService(deps: { db: Database, clock: Clock }) {
   const { db, clock } = deps
+  // Known good keys only (by hash), so random guesses cannot fill it.
+  const recentKeys = new Map<string, { principal: Principal, until: number }>()
 
   async function ensureAccount(name: string): Promise<string> {
     const existing = await repo.findAccountByName(db.kysely, name)
@@ -75,6 +85,7 @@ export function createAccountService(deps: { db: Database, clock: Clock }) {
     },
 
     async revokeKey(id: string): Promise<RevokeResult> {
+      recentKeys.clear()
       if (await repo.revokeKey(db.kysely, id, toTimestamp(clock.now()))) return 'revoked'
       return (await repo.findKeyById(db.kysely, id)) ? 'already_revoked' : 'not_found'
     },
@@ -82,8 +93,19 @@ export function createAccountService(deps: { db: Database, clock: Clock }) {
     /** The principal for a presented key, or undefined when it is malformed, unknown or revoked. */
     async authenticate(key: string): Promise<Principal | undefined> {
       if (!isWellFormedKey(key)) return undefined
-      const row = await repo.findActiveKeyByHash(db.kysely, hashKey(key))
-      return row ? { keyId: row.id, accountId: row.account_id, scope: row.scope } : undefined
+      const hash = hashKey(key)
+      const now = Date.now()
+      const cached = recentKeys.get(hash)
+      if (cached && cached.until > now) return cached.principal
+      const row = await repo.findActiveKeyByHash(db.kysely, hash)
+      if (!row) {
+        recentKeys.delete(hash)
+        return undefined
+      }
+      const principal: Principal = { keyId: row.id, accountId: row.account_id, scope: row.scope }
+      if (recentKeys.size >= KEY_CACHE_MAX) recentKeys.clear()
+      recentKeys.set(hash, { principal, until: now + KEY_CACHE_TTL_MS })
+      return principal
     },
 
     async hasAnyAccount(): Promise<boolean> {
