@@ -41,6 +41,20 @@ async function burst(a: TestAccount, count: number): Promise<{ answers: Response
   return { answers, elapsedMs: performance.now() - started }
 }
 
+/**
+ * A fresh window, then a burst that fits in it. On a machine so loaded that the burst took most of the
+ * window, its counts would prove nothing, so it is tried again (three times at most) rather than judged.
+ */
+async function burstInWindow(a: TestAccount, count: number): Promise<{ answers: Response[], elapsedMs: number }> {
+  let last: { answers: Response[], elapsedMs: number } | undefined
+  for (let attempt = 0; attempt < 3; attempt++) {
+    await nextWindow()
+    last = await burst(a, count)
+    if (last.elapsedMs < 900) return last
+  }
+  assert.fail(`no burst of ${count} fitted in a 1 s window in three tries (last took ${Math.round(last!.elapsedMs)} ms)`)
+}
+
 function assertRateLimited(res: Response): void {
   assertError(res, 429, 'rate_limit_error', 'rate_limited')
   assertEnvelopeHeaders(res)
@@ -59,9 +73,7 @@ for (const kind of storeKinds()) {
 
     test(`the ${LIMIT + 1}th request within a second is 429 rate_limited with Retry-After; every answer has the RateLimit headers`, async () => {
       const a = await t.account()
-      await nextWindow()
-      const { answers, elapsedMs } = await burst(a, LIMIT + 1)
-      assert.ok(elapsedMs < 900, `the burst fit in the window (${Math.round(elapsedMs)} ms)`)
+      const { answers } = await burstInWindow(a, LIMIT + 1)
 
       const allowed = answers.slice(0, LIMIT)
       allowed.forEach((res, i) => {
@@ -85,9 +97,7 @@ for (const kind of storeKinds()) {
     test('two keys have separate limits; another key of the same account too', async () => {
       const a = await t.account()
       const b = await t.account()
-      await nextWindow()
-      const first = await burst(a, LIMIT + 1)
-      assert.ok(first.elapsedMs < 900, `the burst fit in the window (${Math.round(first.elapsedMs)} ms)`)
+      const first = await burstInWindow(a, LIMIT + 1)
       assert.deepEqual(first.answers.map((res) => res.status), [...Array(LIMIT).fill(200), 429])
 
       // b has its whole allowance though a is limited.
@@ -103,9 +113,7 @@ for (const kind of storeKinds()) {
 
     test('after the window passes, requests are allowed again', async () => {
       const a = await t.account()
-      await nextWindow()
-      const { answers, elapsedMs } = await burst(a, LIMIT + 1)
-      assert.ok(elapsedMs < 900, `the burst fit in the window (${Math.round(elapsedMs)} ms)`)
+      const { answers } = await burstInWindow(a, LIMIT + 1)
       assert.equal(answers[LIMIT]!.status, 429)
       const retryAfter = Number(answers[LIMIT]!.headers['retry-after'])
 
