@@ -87,11 +87,13 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
     inFlight.add(slot)
     try {
       const outcome = await db.kysely.transaction().execute(async (trx) => {
-        if (!(await records.tryLockKey(trx, db.dialect, accountId, key))) throw errors.idempotencyKeyInUse()
-        // Another process may have finished this key since the read above.
-        const raced = await records.findLive(trx, accountId, key, nowIso)
-        if (raced) return { kind: 'replay' as const, record: raced }
-        await records.deleteExpired(trx, accountId, key, nowIso)
+        if (db.dialect === 'postgres') {
+          if (!(await records.tryLockKey(trx, db.dialect, accountId, key))) throw errors.idempotencyKeyInUse()
+          // Another process may have finished this key since the read above. (SQLite serves one process,
+          // whose in-flight set already rules that out.)
+          const raced = await records.findLive(trx, accountId, key, nowIso)
+          if (raced) return { kind: 'replay' as const, record: raced }
+        }
 
         await sql`savepoint idempotent_work`.execute(trx)
         let status: number
@@ -112,7 +114,7 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
         } finally {
           request.ctx.transaction = undefined
         }
-        await records.insert(trx, {
+        const saved = await records.save(trx, {
           account_id: accountId,
           idempotency_key: key,
           fingerprint,
@@ -120,7 +122,8 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
           response_body: body,
           created_at: nowIso,
           expires_at: toTimestamp(new Date(now.getTime() + ttlSeconds * 1000)),
-        })
+        }, nowIso)
+        if (!saved) throw errors.idempotencyKeyInUse()
         return { kind: 'fresh' as const, status, body }
       })
       if (outcome.kind === 'replay') return replay(reply, outcome.record, fingerprint)

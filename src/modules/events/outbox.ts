@@ -17,6 +17,20 @@ export interface EventInput {
   createdAt: string
 }
 
+/**
+ * The account's enabled endpoints, read once per transaction: a payment writes two or three events in
+ * one, and no endpoint can change inside it.
+ */
+const endpointsByTransaction = new WeakMap<Executor, Map<string, ReturnType<typeof enabledEndpoints>>>()
+function endpointsFor(trx: Executor, accountId: string): ReturnType<typeof enabledEndpoints> {
+  if (!trx.isTransaction) return enabledEndpoints(trx, accountId)
+  let byAccount = endpointsByTransaction.get(trx)
+  if (!byAccount) endpointsByTransaction.set(trx, byAccount = new Map())
+  let endpoints = byAccount.get(accountId)
+  if (!endpoints) byAccount.set(accountId, endpoints = enabledEndpoints(trx, accountId))
+  return endpoints
+}
+
 function subscribes(events: string, type: EventType): boolean {
   const types = JSON.parse(events) as string[]
   return types.includes('*') || types.includes(type)
@@ -39,7 +53,7 @@ export async function recordEvent(trx: Executor, input: EventInput): Promise<str
     request_id: input.requestId,
     created_at: input.createdAt,
   }).execute()
-  for (const endpoint of await enabledEndpoints(trx, input.accountId)) {
+  for (const endpoint of await endpointsFor(trx, input.accountId)) {
     if (!subscribes(endpoint.events, input.type)) continue
     const payload: DeliverPayload = { endpoint_id: endpoint.id, event_id: id }
     await enqueue(trx, { type: DELIVER_JOB, payload: { ...payload }, runAt: at }, at)

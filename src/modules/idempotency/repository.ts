@@ -11,15 +11,18 @@ export function findLive(db: Executor, accountId: string, key: string, now: stri
     .executeTakeFirst()
 }
 
-export async function insert(trx: Executor, record: IdempotencyRecord): Promise<void> {
-  await trx.insertInto('idempotency_keys').values(record).execute()
-}
-
-/** Past its retention a key is new again: its old record goes before the new one is written. */
-export async function deleteExpired(trx: Executor, accountId: string, key: string, now: string): Promise<void> {
-  await trx.deleteFrom('idempotency_keys')
-    .where('account_id', '=', accountId).where('idempotency_key', '=', key).where('expires_at', '<=', now)
-    .execute()
+/**
+ * Saves the record. Past its retention a key is new again, so an expired record under the same key is
+ * overwritten in the same statement; a live one is left alone and false returned (the caller holds the
+ * key, so that means a bug, not a race).
+ */
+export async function save(trx: Executor, record: IdempotencyRecord, now: string): Promise<boolean> {
+  const { account_id: _account, idempotency_key: _key, ...replacement } = record
+  const result = await trx.insertInto('idempotency_keys').values(record)
+    .onConflict((oc) => oc.columns(['account_id', 'idempotency_key']).doUpdateSet(replacement)
+      .where('idempotency_keys.expires_at', '<=', now))
+    .executeTakeFirst()
+  return Number(result.numInsertedOrUpdatedRows ?? 0) > 0
 }
 
 /** Deletes every record past its retention; returns how many went. */
