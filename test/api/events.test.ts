@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test'
 import { createBackgroundWork } from '../../src/jobs/index.js'
 import { newId } from '../../src/lib/ids.js'
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.js'
-import { assertError, assertInvalid, assertNotFound, ids, ISO_MS, newestFirst, requestIdOf } from '../helpers/assertions.js'
+import { assertError, assertInvalid, assertNotFound, ids, ISO_MS, newestFirst, PAGING_QUERY_CASES, requestIdOf } from '../helpers/assertions.js'
 import { createMandate, createMandateRaw, createWish, DAY_MS, getData, getList } from '../helpers/fixtures.js'
 import { storeKinds } from '../helpers/stores.js'
 
@@ -175,16 +175,7 @@ for (const kind of storeKinds()) {
         ['?type=WISH.CREATED', 'type', 'parameter_invalid'],
         ['?type=wish', 'type', 'parameter_invalid'],
         ['?type=*', 'type', 'parameter_invalid'],
-        ['?limit=0', 'limit', 'parameter_invalid'],
-        ['?limit=101', 'limit', 'parameter_invalid'],
-        ['?limit=1.5', 'limit', 'parameter_invalid'],
-        ['?limit=abc', 'limit', 'parameter_invalid'],
-        ['?limit=-1', 'limit', 'parameter_invalid'],
-        ['?offset=-1', 'offset', 'parameter_invalid'],
-        ['?offset=1.5', 'offset', 'parameter_invalid'],
-        ['?offset=abc', 'offset', 'parameter_invalid'],
-        ['?colour=red', 'colour', 'parameter_unknown'],
-        ['?account_id=acct_x', 'account_id', 'parameter_unknown'],
+        ...PAGING_QUERY_CASES,
       ]
       for (const [qs, param, code] of cases) {
         const res = await a.request('GET', `/events${qs}`)

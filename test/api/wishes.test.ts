@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.js'
-import { API_VERSION, assertEnvelopeHeaders, assertError, assertInvalid, assertNotFound, ids, ISO_MS, newestFirst, requestIdOf } from '../helpers/assertions.js'
+import { API_VERSION, assertEnvelopeHeaders, assertError, assertInvalid, assertNotFound, ids, ISO_MS, newestFirst, PAGING_QUERY_CASES, requestIdOf } from '../helpers/assertions.js'
 import { countEvents, createWish, eventsOf, getData, getList, inFuture } from '../helpers/fixtures.js'
 import { storeKinds } from '../helpers/stores.js'
 
@@ -351,16 +351,7 @@ for (const kind of storeKinds()) {
       const cases: Array<[string, string, string]> = [
         ['?status=foo', 'status', 'parameter_invalid'],
         ['?status=ACTIVE', 'status', 'parameter_invalid'],
-        ['?limit=0', 'limit', 'parameter_invalid'],
-        ['?limit=101', 'limit', 'parameter_invalid'],
-        ['?limit=1.5', 'limit', 'parameter_invalid'],
-        ['?limit=abc', 'limit', 'parameter_invalid'],
-        ['?limit=-1', 'limit', 'parameter_invalid'],
-        ['?offset=-1', 'offset', 'parameter_invalid'],
-        ['?offset=1.5', 'offset', 'parameter_invalid'],
-        ['?offset=abc', 'offset', 'parameter_invalid'],
-        ['?colour=red', 'colour', 'parameter_unknown'],
-        ['?account_id=acct_x', 'account_id', 'parameter_unknown'],
+        ...PAGING_QUERY_CASES,
       ]
       for (const [qs, param, code] of cases) {
         const res = await a.request('GET', `/wishes${qs}`)

@@ -42,14 +42,17 @@ export interface TestApp {
   close(): Promise<void>
 }
 
-export function toResponse(res: { statusCode: number, headers: Response['headers'], payload: string }): Response {
-  let body: unknown
+/** A response body as JSON, or undefined when it is empty or not JSON. */
+export function parseBody(raw: string): any {
   try {
-    body = res.payload === '' ? undefined : JSON.parse(res.payload)
+    return raw === '' ? undefined : JSON.parse(raw)
   } catch {
-    body = undefined
+    return undefined
   }
-  return { status: res.statusCode, headers: res.headers, body, raw: res.payload }
+}
+
+export function toResponse(res: { statusCode: number, headers: Response['headers'], payload: string }): Response {
+  return { status: res.statusCode, headers: res.headers, body: parseBody(res.payload), raw: res.payload }
 }
 
 /** Opens a new store of this kind, migrates it and builds the app around it. */

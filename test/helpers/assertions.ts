@@ -71,4 +71,18 @@ export function newestFirst<T extends { id: string, created_at: string }>(items:
 }
 
 /** The ids of a list's items, in order. */
+/** Query strings every list refuses (contract section 1): [query, param, code]. */
+export const PAGING_QUERY_CASES: Array<[string, string, string]> = [
+  ['?limit=0', 'limit', 'parameter_invalid'],
+  ['?limit=101', 'limit', 'parameter_invalid'],
+  ['?limit=1.5', 'limit', 'parameter_invalid'],
+  ['?limit=abc', 'limit', 'parameter_invalid'],
+  ['?limit=-1', 'limit', 'parameter_invalid'],
+  ['?offset=-1', 'offset', 'parameter_invalid'],
+  ['?offset=1.5', 'offset', 'parameter_invalid'],
+  ['?offset=abc', 'offset', 'parameter_invalid'],
+  ['?colour=red', 'colour', 'parameter_unknown'],
+  ['?account_id=acct_x', 'account_id', 'parameter_unknown'],
+]
+
 export const ids = (items: Array<{ id: string }>) => items.map((item) => item.id)

@@ -4,6 +4,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { type Database, openDatabase } from '../../src/db/database.js'
 import { createPostgresSchema } from './stores.js'
+import { parseBody } from './app.js'
 
 /**
  * Load for the process tests (test/reliability): a pool of workers that keeps a number of requests
@@ -120,9 +121,7 @@ export function heldRequest(baseUrl: string, key: string, method: string, path: 
       res.setEncoding('utf8')
       res.on('data', (chunk: string) => { raw += chunk })
       res.on('end', () => {
-        let parsed: unknown
-        try { parsed = raw === '' ? undefined : JSON.parse(raw) } catch { parsed = undefined }
-        resolve({ kind: 'answer', status: res.statusCode ?? 0, headers: res.headers, raw, body: parsed })
+        resolve({ kind: 'answer', status: res.statusCode ?? 0, headers: res.headers, raw, body: parseBody(raw) })
       })
       res.on('error', (error) => resolve({ kind: 'error', error }))
     })

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { runCli } from './cli.js'
 import type { ServerProcess } from './server.js'
+import { parseBody } from './app.js'
 
 /** A parsed HTTP answer from a real server process. */
 export interface HttpAnswer {
@@ -22,12 +23,7 @@ export async function call(baseUrl: string, key: string, method: string, path: s
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
   })
   const raw = await res.text()
-  let parsed: unknown
-  try {
-    parsed = raw === '' ? undefined : JSON.parse(raw)
-  } catch {
-    parsed = undefined
-  }
+  const parsed = parseBody(raw)
   return { status: res.status, headers: res.headers, raw, body: parsed }
 }
 

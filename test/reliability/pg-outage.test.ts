@@ -5,6 +5,7 @@ import { createKeyWithCli, inAnHour, killServer, stopServer } from '../helpers/p
 import { type PgCluster, startPgCluster } from '../helpers/pg-cluster.js'
 import { type ServerProcess, startServer } from '../helpers/server.js'
 import { SERVING_QUERY_TIMEOUT_MS } from '../../src/db/database.js'
+import { parseBody } from '../helpers/app.js'
 
 /**
  * PostgreSQL goes away under a running `wishpay serve` and comes back (contract sections 2 and 8):
@@ -42,12 +43,7 @@ async function timed(baseUrl: string, key: string | null, method: string, path: 
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     })
     const raw = await res.text()
-    let parsed: unknown
-    try {
-      parsed = raw === '' ? undefined : JSON.parse(raw)
-    } catch {
-      parsed = undefined
-    }
+    const parsed = parseBody(raw)
     return { label, status: res.status, ms: performance.now() - startedAt, startedAt, body: parsed, raw, retryAfter: res.headers.get('retry-after') }
   } catch (error) {
     const hung = (error as Error).name === 'TimeoutError'
