@@ -13,12 +13,25 @@ import { load, type LoadResult, newPaymentBody } from './scenarios.js'
 import { seedBasics, seedWishes } from './seed.js'
 import { type BenchStore, openBenchStore } from './stores.js'
 
-const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, store: { type: 'string' } } })
+const { values } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    store: { type: 'string' },
+    // For working on one thing: `--only payments,get` runs those scenarios; results are not written.
+    only: { type: 'string' },
+    wishes: { type: 'string' },
+  },
+})
 const quick = values.quick
+const only = values.only?.split(',')
+const partial = quick || only !== undefined || values.wishes !== undefined
 const DURATION = quick ? 1 : 10
 const WARMUP = quick ? 1 : 3
 const CONNECTIONS = 64
-const WISHES = quick ? 10_000 : 1_000_000
+const WISHES = values.wishes ? Number(values.wishes) : quick ? 10_000 : 1_000_000
+const SCENARIOS = ['payments', 'replay', 'get', 'wishes', 'list'] as const
+const runs = (scenario: (typeof SCENARIOS)[number]) => only === undefined || only.includes(scenario)
+if (only?.some((s) => !(SCENARIOS as readonly string[]).includes(s))) throw new Error(`--only takes ${SCENARIOS.join(',')}`)
 
 interface Row {
   scenario: string
@@ -49,35 +62,48 @@ function row(scenario: string, result: LoadResult, server: RunningProcess, floor
 async function runStore(store: BenchStore): Promise<Row[]> {
   const rows: Row[] = []
   const seed = await seedBasics(store)
-  process.stderr.write(`[${store.name}] seeding ${WISHES} wishes…\n`)
-  await seedWishes(store, seed.accountId, WISHES)
+  if (runs('list')) {
+    process.stderr.write(`[${store.name}] seeding ${WISHES} wishes…\n`)
+    await seedWishes(store, seed.accountId, WISHES)
+  }
 
-  // The database floor runs alone, before the service starts, so neither slows the other.
-  process.stderr.write(`[${store.name}] payment floor…\n`)
-  const dbFloor = await paymentFloor(store, seed, DURATION * 1000, CONNECTIONS)
+  // The floors run alone, before the service starts, so neither slows the other.
+  process.stderr.write(`[${store.name}] floors…\n`)
+  const dbFloor = runs('payments') ? await paymentFloor(store, seed, DURATION * 1000, CONNECTIONS) : undefined
   const hello = await startHello()
-  const helloGet = await load({ url: hello.url, path: '/payments/x', connections: CONNECTIONS, durationSeconds: DURATION, warmupSeconds: WARMUP })
-  const helloPost = await load({ url: hello.url, path: '/wishes', method: 'POST', body: () => ({ query: 'x' }), connections: CONNECTIONS, durationSeconds: DURATION, warmupSeconds: WARMUP })
+  const helloLoad = { url: hello.url, connections: CONNECTIONS, durationSeconds: DURATION, warmupSeconds: WARMUP }
+  const helloGet = runs('get') ? await load({ ...helloLoad, path: '/payments/x' }) : undefined
+  const helloPost = runs('replay') || runs('wishes') ? await load({ ...helloLoad, path: '/wishes', method: 'POST', body: () => ({ query: 'x' }) }) : undefined
   await hello.stop()
 
   const server = await startWishpay(store.env)
   try {
     const base = { url: server.url, key: seed.key, connections: CONNECTIONS, durationSeconds: DURATION, warmupSeconds: WARMUP }
     process.stderr.write(`[${store.name}] scenarios…\n`)
-    const pay = await load({ ...base, path: '/payments', method: 'POST', body: newPaymentBody(seed.mandateId) })
-    rows.push(row('POST /payments (new key each)', pay, server, 'database work, no HTTP', dbFloor.requestsPerSecond))
-    const replayBody = { mandate_id: seed.mandateId, amount: 1, idempotency_key: 'bench-replay' }
-    const replay = await load({ ...base, path: '/payments', method: 'POST', body: () => replayBody })
-    rows.push(row('POST /payments (replay one key)', replay, server, 'hello-world POST', helloPost.requestsPerSecond))
-    const get = await load({ ...base, path: `/payments/${seed.paymentId}` })
-    rows.push(row('GET /payments/:id', get, server, 'hello-world GET', helloGet.requestsPerSecond))
-    const wish = await load({ ...base, path: '/wishes', method: 'POST', body: () => ({ query: 'a bench wish' }) })
-    rows.push(row('POST /wishes', wish, server, 'hello-world POST', helloPost.requestsPerSecond))
-    const first = await load({ ...base, path: '/wishes?status=active&limit=10' })
-    rows.push(row(`GET /wishes?status=active&limit=10 (${WISHES} rows)`, first, server, 'p50/p99 only', null))
-    const deep = WISHES >= 1_000_000 ? 900_000 : Math.floor(WISHES * 0.9)
-    const far = await load({ ...base, path: `/wishes?status=active&limit=10&offset=${deep}` })
-    rows.push(row(`… same at offset=${deep}`, far, server, 'p50/p99 only', null))
+    if (dbFloor) {
+      const pay = await load({ ...base, path: '/payments', method: 'POST', body: newPaymentBody(seed.mandateId) })
+      rows.push(row('POST /payments (new key each)', pay, server, 'database work, no HTTP', dbFloor.requestsPerSecond))
+    }
+    if (runs('replay')) {
+      const replayBody = { mandate_id: seed.mandateId, amount: 1, idempotency_key: 'bench-replay' }
+      const replay = await load({ ...base, path: '/payments', method: 'POST', body: () => replayBody })
+      rows.push(row('POST /payments (replay one key)', replay, server, 'hello-world POST', helloPost!.requestsPerSecond))
+    }
+    if (helloGet) {
+      const get = await load({ ...base, path: `/payments/${seed.paymentId}` })
+      rows.push(row('GET /payments/:id', get, server, 'hello-world GET', helloGet.requestsPerSecond))
+    }
+    if (runs('wishes')) {
+      const wish = await load({ ...base, path: '/wishes', method: 'POST', body: () => ({ query: 'a bench wish' }) })
+      rows.push(row('POST /wishes', wish, server, 'hello-world POST', helloPost!.requestsPerSecond))
+    }
+    if (runs('list')) {
+      const first = await load({ ...base, path: '/wishes?status=active&limit=10' })
+      rows.push(row(`GET /wishes?status=active&limit=10 (${WISHES} rows)`, first, server, 'p50/p99 only', null))
+      const deep = WISHES >= 1_000_000 ? 900_000 : Math.floor(WISHES * 0.9)
+      const far = await load({ ...base, path: `/wishes?status=active&limit=10&offset=${deep}` })
+      rows.push(row(`… same at offset=${deep}`, far, server, 'p50/p99 only', null))
+    }
   } finally {
     await server.stop()
   }
@@ -89,7 +115,7 @@ function print(store: string, rows: Row[]): void {
   const lines = rows.map((r) => [r.scenario, r.requestsPerSecond, r.p50, r.p99, r.errors, r.peakRssMb, r.floor, r.floorRequestsPerSecond ?? '', r.ratio ?? ''].map(String))
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)))
   const format = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`
-  process.stdout.write(`\n${store}${quick ? ' (quick)' : ''}\n${format(header)}\n|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|\n${lines.map(format).join('\n')}\n`)
+  process.stdout.write(`\n${store}${partial ? ' (partial run, not written)' : ''}\n${format(header)}\n|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|\n${lines.map(format).join('\n')}\n`)
 }
 
 const postgresUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL
@@ -100,7 +126,7 @@ for (const kind of kinds) {
   try {
     const rows = await runStore(store)
     print(kind, rows)
-    if (!quick) {
+    if (!partial) {
       const file = path.join(ROOT, 'bench/results', `${new Date().toISOString().slice(0, 10)}-${kind}.json`)
       fs.writeFileSync(file, `${JSON.stringify({ date: new Date().toISOString(), store: kind, machine, durationSeconds: DURATION, connections: CONNECTIONS, rows }, null, 2)}\n`)
       process.stdout.write(`written ${path.relative(ROOT, file)}\n`)

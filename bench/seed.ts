@@ -47,14 +47,19 @@ export async function seedWishes(store: BenchStore, accountId: string, count: nu
     for (let from = 0; from < count; from += 50_000) batch(from, Math.min(count, from + 50_000))
     connection.pragma('wal_checkpoint(TRUNCATE)')
     connection.close()
-    return
+  } else {
+    await sql`insert into wishes (id, account_id, status, query, budget_max, budget_currency, protocol, category, metadata, expires_at, created_at, updated_at)
+      select 'wish_bench' || lpad(i::text, 21, '0'), ${accountId},
+        case when i % 20 = 0 then (array['pending','fulfilled','cancelled'])[((i / 20) % 3) + 1] else 'active' end,
+        'bench wish ' || i, null, null, 'ap2', null, '{}', null,
+        to_char((to_timestamp(${start / 1000}::double precision) + i * interval '1 millisecond') at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+        to_char((to_timestamp(${start / 1000}::double precision) + i * interval '1 millisecond') at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+      from generate_series(0, ${count - 1}::int) as i`.execute(store.db.kysely)
   }
-  await sql`insert into wishes (id, account_id, status, query, budget_max, budget_currency, protocol, category, metadata, expires_at, created_at, updated_at)
-    select 'wish_bench' || lpad(i::text, 21, '0'), ${accountId},
-      case when i % 20 = 0 then (array['pending','fulfilled','cancelled'])[((i / 20) % 3) + 1] else 'active' end,
-      'bench wish ' || i, null, null, 'ap2', null, '{}', null,
-      to_char((to_timestamp(${start / 1000}::double precision) + i * interval '1 millisecond') at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-      to_char((to_timestamp(${start / 1000}::double precision) + i * interval '1 millisecond') at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
-    from generate_series(0, ${count - 1}::int) as i`.execute(store.db.kysely)
-  await sql`analyze wishes`.execute(store.db.kysely)
+  // The counters the service keeps with every wish write (migration 0005).
+  await store.db.kysely.insertInto('wish_counts').columns(['account_id', 'status', 'slot', 'n'])
+    .expression((eb) => eb.selectFrom('wishes').select((s) => ['account_id', 'status', sql<number>`0`.as('slot'), s.fn.countAll<number>().as('n')])
+      .where('account_id', '=', accountId).groupBy(['account_id', 'status']))
+    .execute()
+  await sql`analyze`.execute(store.db.kysely)
 }

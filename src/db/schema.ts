@@ -33,6 +33,14 @@ export interface WishesTable {
   updated_at: string
 }
 
+/** Wishes per account and stored status, spread over a few slots (migration 0005). */
+export interface WishCountsTable {
+  account_id: string
+  status: string
+  slot: number
+  n: number | string
+}
+
 export interface EventsTable {
   id: string
   account_id: string
@@ -152,6 +160,7 @@ export interface DatabaseSchema {
   accounts: AccountsTable
   api_keys: ApiKeysTable
   wishes: WishesTable
+  wish_counts: WishCountsTable
   events: EventsTable
   idempotency_keys: IdempotencyKeysTable
   mandates: MandatesTable

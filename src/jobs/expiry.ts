@@ -3,6 +3,7 @@ import { type Clock, toTimestamp } from '../lib/clock.js'
 import { recordEvent } from '../modules/events/outbox.js'
 import * as mandates from '../modules/mandates/repository.js'
 import { toMandate } from '../modules/mandates/service.js'
+import { adjustWishCounts, type CountChanges } from '../modules/wishes/counts.js'
 import * as wishes from '../modules/wishes/repository.js'
 import { toWish } from '../modules/wishes/service.js'
 import type { PeriodicTask } from './runner.js'
@@ -24,7 +25,19 @@ export function expirySweep(deps: { db: Database, clock: Clock }, everyMs = 1000
       for (;;) {
         const expired = await db.kysely.transaction().execute(async (trx) => {
           const now = toTimestamp(clock.now())
-          const lapsedWishes = await wishes.expireDue(trx, now, BATCH)
+          const lapsedWishes: wishes.WishRow[] = []
+          const moved = new Map<string, CountChanges>()
+          for (const from of ['active', 'pending'] as const) {
+            for (const row of await wishes.expireDue(trx, from, now, BATCH)) {
+              lapsedWishes.push(row)
+              const changes = moved.get(row.account_id) ?? {}
+              changes[from] = (changes[from] ?? 0) - 1
+              changes.expired = (changes.expired ?? 0) + 1
+              moved.set(row.account_id, changes)
+            }
+          }
+          // Accounts in order, like the counters within one: counter locks are always taken in one order.
+          for (const accountId of [...moved.keys()].sort()) await adjustWishCounts(trx, accountId, moved.get(accountId)!)
           for (const row of lapsedWishes) {
             await recordEvent(trx, { accountId: row.account_id, type: 'wish.updated', object: toWish(row, now), requestId: null, createdAt: now })
           }
@@ -32,7 +45,7 @@ export function expirySweep(deps: { db: Database, clock: Clock }, everyMs = 1000
           for (const row of lapsedMandates) {
             await recordEvent(trx, { accountId: row.account_id, type: 'mandate.expired', object: toMandate(row, now), requestId: null, createdAt: now })
           }
-          return lapsedWishes.length + lapsedMandates.length
+          return Math.max(lapsedWishes.length, lapsedMandates.length)
         })
         if (expired < BATCH) return
       }

@@ -3,6 +3,7 @@ import * as initial from './0001_initial.js'
 import * as payments from './0002_payments.js'
 import * as webhooks from './0003_webhooks.js'
 import * as wishListIndex from './0004_wish_list_index.js'
+import * as wishCounts from './0005_wish_counts.js'
 
 /**
  * The explicit, ordered migration registry. Append only: a migration that has shipped is never
@@ -13,4 +14,5 @@ export const migrations: Record<string, Migration> = {
   '0002_payments': payments,
   '0003_webhooks': webhooks,
   '0004_wish_list_index': wishListIndex,
+  '0005_wish_counts': wishCounts,
 }

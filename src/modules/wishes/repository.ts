@@ -67,16 +67,16 @@ export function listWishes(db: Executor, filter: WishListFilter, page: { limit: 
     .execute()
 }
 
-export async function countWishes(db: Executor, filter: WishListFilter): Promise<number> {
-  const row = await filtered(db, filter).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
-  return Number(row.n)
-}
-
-/** Stores `expired` on up to `limit` open wishes past their time; returns them. */
-export function expireDue(trx: Executor, now: string, limit: number): Promise<WishRow[]> {
+/**
+ * Stores `expired` on up to `limit` wishes stored as `status` (active or pending) whose time has
+ * passed; returns them as they are now.
+ */
+export function expireDue(trx: Executor, status: 'active' | 'pending', now: string, limit: number): Promise<WishRow[]> {
   return trx.updateTable('wishes').set({ status: 'expired', updated_at: now })
+    // The IN term repeats the partial expiry index's own predicate, which SQLite needs to use it.
     .where('id', 'in', (eb) => eb.selectFrom('wishes').select('id')
-      .where('status', 'in', ['active', 'pending']).where('expires_at', '<=', now).limit(limit))
-    .where('status', 'in', ['active', 'pending'])
+      .where('status', 'in', ['active', 'pending']).where('status', '=', status)
+      .where('expires_at', '<=', now).limit(limit))
+    .where('status', '=', status)
     .returningAll().execute()
 }

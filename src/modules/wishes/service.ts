@@ -8,6 +8,7 @@ import { newId } from '../../lib/ids.js'
 import type { RequestContext } from '../../lib/request-context.js'
 import { recordEvent } from '../events/outbox.js'
 import { inTransaction } from '../../db/transaction.js'
+import { adjustWishCounts, countWishes } from './counts.js'
 import * as repo from './repository.js'
 import type { CreateWishInput, ListWishesInput, UpdateWishInput, Wish } from './schemas.js'
 import { allowedTransitions, canTransition, effectiveStatus, isTerminal, type WishStatus } from './transitions.js'
@@ -103,6 +104,7 @@ export function createWishService(deps: WishServiceDeps) {
       const wish = toWish(row, stamp)
       await inTransaction(db, ctx, async (trx) => {
         await repo.insertWish(trx, row)
+        await adjustWishCounts(trx, ctx.accountId, { active: 1 })
         await recordEvent(trx, { accountId: ctx.accountId, type: 'wish.created', object: wish, requestId: ctx.requestId, createdAt: stamp })
       })
       return wish
@@ -118,7 +120,7 @@ export function createWishService(deps: WishServiceDeps) {
       const now = toTimestamp(clock.now())
       const filter = { accountId: ctx.accountId, status: input.status, now }
       const page = pageOf(input)
-      const [rows, total] = await Promise.all([repo.listWishes(db.kysely, filter, page), repo.countWishes(db.kysely, filter)])
+      const [rows, total] = await Promise.all([repo.listWishes(db.kysely, filter, page), countWishes(db.kysely, filter)])
       return { data: rows.map((row) => toWish(row, now)), meta: { total, ...page } }
     },
 
@@ -179,6 +181,7 @@ export function createWishService(deps: WishServiceDeps) {
         const updated = { ...row, ...changes }
         const wish = toWish(updated, now)
         await repo.updateWish(trx, ctx.accountId, id, changes)
+        if (updated.status !== row.status) await adjustWishCounts(trx, ctx.accountId, { [row.status]: -1, [updated.status]: 1 })
         await recordEvent(trx, { accountId: ctx.accountId, type: 'wish.updated', object: wish, requestId: ctx.requestId, createdAt: now })
         return wish
       })
@@ -190,6 +193,7 @@ export function createWishService(deps: WishServiceDeps) {
         const row = await repo.findWishForUpdate(trx, db.dialect, ctx.accountId, id)
         if (!row) throw errors.resourceMissing('wish', id)
         await repo.deleteWish(trx, ctx.accountId, id)
+        await adjustWishCounts(trx, ctx.accountId, { [row.status]: -1 })
         await recordEvent(trx, { accountId: ctx.accountId, type: 'wish.deleted', object: toWish(row, now), requestId: ctx.requestId, createdAt: now })
       })
     },
