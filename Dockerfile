@@ -1,9 +1,9 @@
 # Wishpay: one image for every process role. The command chooses the role:
 #   serve (default), serve --no-jobs, worker, migrate, keys create|list|revoke.
-# See docs/operations.md. There is no TypeScript build step: tsx, a runtime dependency,
-# runs src/ directly (bin/wishpay.js registers it).
+# See docs/operations.md. The image runs the compiled JavaScript (dist/), not src/ through tsx:
+# tsx's loader thread costs about 45 MB of memory per process (docs/decisions.md).
 
-# ---- build: production dependencies, with the toolchain for better-sqlite3 ----------------------
+# ---- build: dependencies, the toolchain for better-sqlite3, and the TypeScript compile -----------
 FROM node:20-bookworm-slim AS build
 
 # better-sqlite3 is a native module: its install script downloads a prebuilt binary and falls back
@@ -14,11 +14,16 @@ RUN apt-get update \
 
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund \
- && npm cache clean --force
+# All dependencies: the compiler is a development one. They are pruned after the build.
+RUN npm ci --no-audit --no-fund
 # Fail the build here if the native binary is missing. `require('better-sqlite3')` alone would not
 # notice: the binary is loaded when the first database is opened.
 RUN node -e "new (require('better-sqlite3'))(':memory:').close()"
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build \
+ && npm prune --omit=dev --no-audit --no-fund \
+ && npm cache clean --force
 
 # ---- runtime ----------------------------------------------------------------------------------------
 FROM node:20-bookworm-slim
@@ -29,12 +34,10 @@ ENV NODE_ENV=production \
     DATA_DIR=/data
 
 WORKDIR /app
-# Owned by root and read-only to the process; only DATA_DIR (and /tmp, for tsx's cache) is written.
+# Owned by root and read-only to the process; only DATA_DIR is written.
 COPY --from=build /app/node_modules ./node_modules
-# tsx reads tsconfig.json at run time (e.g. verbatimModuleSyntax), as in development and tests.
-COPY package.json package-lock.json tsconfig.json ./
-COPY bin ./bin
-COPY src ./src
+COPY --from=build /app/dist ./dist
+COPY package.json package-lock.json ./
 
 # The embedded SQLite store (used only when DATABASE_URL is unset) lives in DATA_DIR.
 # The directory is created and handed to `node` before VOLUME, so a new volume inherits the owner.
@@ -43,9 +46,8 @@ VOLUME ["/data"]
 
 USER node
 
-# Smoke test at build time: loads every module through tsx (so a missing file fails the build) and
-# leaves tsx's compile cache in /tmp/tsx-<uid>, which shortens the first start of a container.
-RUN node bin/wishpay.js --help > /dev/null
+# Smoke test at build time: loads the command's modules, so a missing file or dependency fails the build.
+RUN node dist/cli.js --help > /dev/null
 
 EXPOSE 3000
 
@@ -55,5 +57,5 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 
 # Exec form: node is the process that receives SIGTERM and shuts down gracefully.
-ENTRYPOINT ["node", "bin/wishpay.js"]
+ENTRYPOINT ["node", "dist/cli.js"]
 CMD ["serve"]

@@ -57,9 +57,13 @@ export async function startProcess(args: string[], env: Record<string, string>, 
   throw new Error(`${args.join(' ')} did not start; see ${logFile}`)
 }
 
-/** Wishpay as deployed: production mode, info logs (one line per request), a limit no run reaches. */
+/**
+ * Wishpay as deployed: the compiled dist/ (`npm run bench` builds it first), production mode, info logs
+ * (one line per request), a limit no run reaches.
+ */
 export function startWishpay(env: Record<string, string>): Promise<RunningProcess> {
-  return startProcess(['bin/wishpay.js', 'serve'], {
+  if (!fs.existsSync(path.join(ROOT, 'dist/cli.js'))) throw new Error('dist/cli.js is missing: run `npm run build` (npm run bench does)')
+  return startProcess(['dist/cli.js', 'serve'], {
     PORT: '0',
     NODE_ENV: 'production',
     RATE_LIMIT_PER_SECOND: '1000000',
