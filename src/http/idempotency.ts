@@ -88,11 +88,11 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
     try {
       const outcome = await db.kysely.transaction().execute(async (trx) => {
         if (db.dialect === 'postgres') {
-          if (!(await records.tryLockKey(trx, db.dialect, accountId, key))) throw errors.idempotencyKeyInUse()
-          // Another process may have finished this key since the read above. (SQLite serves one process,
-          // whose in-flight set already rules that out.)
-          const raced = await records.findLive(trx, accountId, key, nowIso)
-          if (raced) return { kind: 'replay' as const, record: raced }
+          // Another process may be working on this key, or have finished it since the read above.
+          // (SQLite serves one process, whose in-flight set already rules both out.)
+          const claim = await records.claimKey(trx, accountId, key, nowIso)
+          if (!claim.locked) throw errors.idempotencyKeyInUse()
+          if (claim.record) return { kind: 'replay' as const, record: claim.record }
         }
 
         await sql`savepoint idempotent_work`.execute(trx)

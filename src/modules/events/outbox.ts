@@ -37,26 +37,35 @@ function subscribes(events: string, type: EventType): boolean {
 }
 
 /**
- * Writes an event into the outbox and a delivery job for every enabled endpoint that wants it. Always
- * called with the transaction that made the change, so the change, its event and its deliveries commit
- * together or not at all: a crash can delay a webhook but never lose one.
+ * Writes events into the outbox and a delivery job for every enabled endpoint that wants each. Always
+ * called with the transaction that made the change, so the change, its events and their deliveries
+ * commit together or not at all: a crash can delay a webhook but never lose one. Several events of one
+ * change are written in one statement; their ids keep the order given.
  */
-export async function recordEvent(trx: Executor, input: EventInput): Promise<string> {
-  const at = new Date(input.createdAt)
-  const id = newId('evt', at)
-  await trx.insertInto('events').values({
-    id,
+export async function recordEvents(trx: Executor, inputs: EventInput[]): Promise<string[]> {
+  const rows = inputs.map((input) => ({
+    id: newId('evt', new Date(input.createdAt)),
     account_id: input.accountId,
     type: input.type,
     object_id: input.object.id,
     data: JSON.stringify({ object: input.object }),
     request_id: input.requestId,
     created_at: input.createdAt,
-  }).execute()
-  for (const endpoint of await endpointsFor(trx, input.accountId)) {
-    if (!subscribes(endpoint.events, input.type)) continue
-    const payload: DeliverPayload = { endpoint_id: endpoint.id, event_id: id }
-    await enqueue(trx, { type: DELIVER_JOB, payload: { ...payload }, runAt: at }, at)
+  }))
+  await trx.insertInto('events').values(rows).execute()
+  for (const row of rows) {
+    const at = new Date(row.created_at)
+    for (const endpoint of await endpointsFor(trx, row.account_id)) {
+      if (!subscribes(endpoint.events, row.type as EventType)) continue
+      const payload: DeliverPayload = { endpoint_id: endpoint.id, event_id: row.id }
+      await enqueue(trx, { type: DELIVER_JOB, payload: { ...payload }, runAt: at }, at)
+    }
   }
-  return id
+  return rows.map((row) => row.id)
+}
+
+/** One event: see recordEvents. */
+export async function recordEvent(trx: Executor, input: EventInput): Promise<string> {
+  const [id] = await recordEvents(trx, [input])
+  return id!
 }

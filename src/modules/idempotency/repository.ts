@@ -32,12 +32,18 @@ export async function purgeExpired(db: Executor, now: string): Promise<number> {
 }
 
 /**
- * Claims (account, key) for this transaction without waiting. On PostgreSQL an advisory lock held
- * until commit, so two processes never work on one key at once; false means another transaction
- * has it. SQLite serves one process whose transactions already run one at a time.
+ * Claims (account, key) for this transaction without waiting, and reads its live record, in one round
+ * trip (PostgreSQL only; SQLite serves one process, whose in-flight set already excludes a race). The
+ * claim is an advisory lock held until commit, so two processes never work on one key at once; locked
+ * false means another transaction has it. A record finished by another process just before the claim
+ * may be missed by the read, which shares the statement's snapshot; the save then finds it and refuses.
  */
-export async function tryLockKey(trx: Executor, dialect: DialectName, accountId: string, key: string): Promise<boolean> {
-  if (dialect !== 'postgres') return true
-  const result = await sql<{ locked: boolean }>`select pg_try_advisory_xact_lock(hashtextextended(${`${accountId}\n${key}`}, 0)) as locked`.execute(trx)
-  return result.rows[0]?.locked === true
+export async function claimKey(trx: Executor, accountId: string, key: string, now: string): Promise<{ locked: boolean, record: IdempotencyRecord | undefined }> {
+  const result = await trx.selectNoFrom((eb) => [
+    sql<boolean>`pg_try_advisory_xact_lock(hashtextextended(${`${accountId}\n${key}`}, 0))`.as('locked'),
+    eb.selectFrom('idempotency_keys').select((r) => sql<IdempotencyRecord>`row_to_json(${r.table('idempotency_keys')})`.as('record'))
+      .where('account_id', '=', accountId).where('idempotency_key', '=', key).where('expires_at', '>', now)
+      .as('record'),
+  ]).executeTakeFirstOrThrow()
+  return { locked: result.locked === true, record: result.record ?? undefined }
 }

@@ -8,7 +8,7 @@ import { enqueue } from '../../jobs/queue.js'
 import { type Clock, toTimestamp } from '../../lib/clock.js'
 import { newId } from '../../lib/ids.js'
 import type { RequestContext } from '../../lib/request-context.js'
-import { recordEvent } from '../events/outbox.js'
+import { recordEvent, recordEvents } from '../events/outbox.js'
 import type { EventType } from '../events/types.js'
 import * as mandates from '../mandates/repository.js'
 import { paymentViolation } from '../mandates/rules.js'
@@ -90,6 +90,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     await mandates.release(trx, payment.mandate_id, payment.amount, now)
   }
 
+  /** Its event, then what a final status does to the mandate. */
   async function finish(trx: Trx, payment: repo.PaymentRow, outcome: { status: 'succeeded' } | { status: 'failed', failure: Failure }, requestId: string | null, now: string) {
     const type = outcome.status === 'succeeded' ? 'payment.succeeded' : 'payment.failed'
     await emit(trx, payment.account_id, type, toPayment(payment), requestId, now)
@@ -108,18 +109,24 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       return inTransaction(db, ctx, async (trx) => {
         const nowDate = clock.now()
         const now = toTimestamp(nowDate)
-        const mandate = await holdOrRefuse(trx, { accountId: ctx.accountId, mandateId: input.mandate_id, amount: input.amount, currency, now })
+        const request = { accountId: ctx.accountId, mandateId: input.mandate_id, amount: input.amount, currency, now }
+        // A plain read, to refuse early and to learn the mandate's protocol and wish, which never change.
+        const mandate = await mandates.findMandate(trx, ctx.accountId, input.mandate_id)
+        const violation = paymentViolation(mandate, request, now)
+        if (violation) throw errors.payment(violation.code, violation.message, violation.param)
         const id = newId('pay', nowDate)
-        const outcome = processor.charge({ paymentId: id, amount: input.amount, currency, paymentMethod: method, protocol: mandate.protocol })
+        // charge() only decides (it may not call out, docs/processors.md), so nothing has happened
+        // outside this transaction if the hold below refuses and everything rolls back.
+        const outcome = processor.charge({ paymentId: id, amount: input.amount, currency, paymentMethod: method, protocol: mandate!.protocol })
         const row: repo.PaymentRow = {
           id,
           account_id: ctx.accountId,
-          mandate_id: mandate.id,
-          wish_id: mandate.wish_id,
+          mandate_id: mandate!.id,
+          wish_id: mandate!.wish_id,
           amount: input.amount,
           currency,
           status: outcome.status,
-          protocol_type: mandate.protocol,
+          protocol_type: mandate!.protocol,
           payment_method: method,
           amount_refunded: 0,
           failure_code: outcome.status === 'failed' ? outcome.failure.code : null,
@@ -129,13 +136,19 @@ export function createPaymentService(deps: PaymentServiceDeps) {
           updated_at: now,
         }
         await repo.insertPayment(trx, row)
-        await emit(trx, ctx.accountId, 'payment.created', toPayment(row), ctx.requestId, now)
+        const event = (type: EventType) => ({ accountId: ctx.accountId, type, object: toPayment(row), requestId: ctx.requestId, createdAt: now })
         if (outcome.status === 'pending') {
+          await recordEvent(trx, event('payment.created'))
           const payload: SettlePayload = { payment_id: id, settle_at: toTimestamp(new Date(nowDate.getTime() + outcome.settleAfterMs)) }
           await enqueue(trx, { type: SETTLE_JOB, payload: { ...payload }, runAt: nowDate }, nowDate)
         } else {
-          await finish(trx, row, outcome, ctx.requestId, now)
+          await recordEvents(trx, [event('payment.created'), event(outcome.status === 'succeeded' ? 'payment.succeeded' : 'payment.failed')])
         }
+        // The hold decides, and is the last write: concurrent payments of one mandate wait on its row
+        // lock only from here to commit. A refusal throws and the writes above roll back with it.
+        const held = await holdOrRefuse(trx, request)
+        if (outcome.status === 'failed') await afterFailure(trx, row, now)
+        if (outcome.status === 'succeeded') await afterSuccess(trx, row, held, ctx.requestId, now)
         return toPayment(row)
       })
     },
