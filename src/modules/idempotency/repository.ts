@@ -1,5 +1,5 @@
 import { sql } from 'kysely'
-import type { DialectName, Executor } from '../../db/database.js'
+import type { Executor } from '../../db/database.js'
 import type { IdempotencyKeysTable } from '../../db/schema.js'
 
 export type IdempotencyRecord = IdempotencyKeysTable
