@@ -67,8 +67,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // JSON only: any other media type, text/plain included, is a 415.
   registerJsonParser(app)
   // A POST or PUT with no body at all is validated as {} so the answer names the missing members.
-  app.addHook('preValidation', async (request) => {
+  app.addHook('preValidation', (request, _reply, done) => {
     if (request.body === undefined && (request.method === 'POST' || request.method === 'PUT')) request.body = {}
+    done()
   })
   const shared = [ErrorResponse, WishSchema, MandateSchema, PaymentSchema, RefundSchema, EventSchema,
     WebhookEndpointSchema, CreatedWebhookEndpointSchema, DeliveryAttemptSchema]

@@ -12,9 +12,10 @@ export interface Lifecycle {
  * requests already running are not touched. /readyz turns 503 at the same moment.
  */
 export function registerDraining(app: FastifyInstance, lifecycle: Lifecycle): void {
-  app.addHook('onRequest', async (_request, reply) => {
-    if (!lifecycle.draining) return
+  // Callback-style hooks here and in the other per-request hooks: no promise per request.
+  app.addHook('onRequest', (_request, reply, done) => {
+    if (!lifecycle.draining) return done()
     reply.header('Connection', 'close')
-    throw errors.serviceUnavailable()
+    done(errors.serviceUnavailable())
   })
 }

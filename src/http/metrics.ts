@@ -77,11 +77,12 @@ export function registerMetrics(app: FastifyInstance, metrics: Metrics, token: s
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [metrics.registry],
   })
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     duration.observe(
       { route: request.routeOptions.url ?? 'not_found', method: request.method, status_code: String(reply.statusCode) },
       reply.elapsedTime / 1000,
     )
+    done()
   })
 
   app.get('/metrics', {

@@ -19,12 +19,13 @@ export function registerRequestContext(app: FastifyInstance): void {
   app.decorateRequest('principal', null)
   app.decorateRequest('ctx', null as unknown as RequestContext)
 
-  app.addHook('onSend', async (request, reply) => {
+  app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('Request-Id', request.id)
     reply.header('API-Version', API_VERSION)
+    done(null, payload)
   })
 
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     request.log.info({
       account_id: request.principal?.accountId,
       method: request.method,
@@ -32,5 +33,6 @@ export function registerRequestContext(app: FastifyInstance): void {
       status: reply.statusCode,
       duration_ms: Math.round(reply.elapsedTime * 100) / 100,
     }, 'request')
+    done()
   })
 }
