@@ -27,14 +27,12 @@ export function expirySweep(deps: { db: Database, clock: Clock }, everyMs = 1000
           const now = toTimestamp(clock.now())
           const lapsedWishes: wishes.WishRow[] = []
           const moved = new Map<string, CountChanges>()
-          for (const from of ['active', 'pending'] as const) {
-            for (const row of await wishes.expireDue(trx, from, now, BATCH)) {
-              lapsedWishes.push(row)
-              const changes = moved.get(row.account_id) ?? {}
-              changes[from] = (changes[from] ?? 0) - 1
-              changes.expired = (changes.expired ?? 0) + 1
-              moved.set(row.account_id, changes)
-            }
+          for (const { row, was } of await wishes.expireDue(trx, db.dialect, now, BATCH)) {
+            lapsedWishes.push(row)
+            const changes = moved.get(row.account_id) ?? {}
+            changes[was] = (changes[was] ?? 0) - 1
+            changes.expired = (changes.expired ?? 0) + 1
+            moved.set(row.account_id, changes)
           }
           // Accounts in order, like the counters within one: counter locks are always taken in one order.
           for (const accountId of [...moved.keys()].sort()) await adjustWishCounts(trx, accountId, moved.get(accountId)!)

@@ -1,4 +1,4 @@
-import type { ExpressionBuilder, SelectQueryBuilder } from 'kysely'
+import { type ExpressionBuilder, type SelectQueryBuilder, sql } from 'kysely'
 import type { DialectName, Executor } from '../../db/database.js'
 import { lockForUpdate } from '../../db/locking.js'
 import type { DatabaseSchema, WishesTable } from '../../db/schema.js'
@@ -68,15 +68,18 @@ export function listWishes(db: Executor, filter: WishListFilter, page: { limit: 
 }
 
 /**
- * Stores `expired` on up to `limit` wishes stored as `status` (active or pending) whose time has
- * passed; returns them as they are now.
+ * Stores `expired` on up to `limit` open wishes past their time; returns them as they are now, each with
+ * the status it had (the counters move from it). The read locks the rows (PostgreSQL), so that status
+ * cannot change before the update. Its status term is the partial expiry index's own predicate, in
+ * literals: SQLite uses a partial index only when it can see that the query implies the predicate.
  */
-export function expireDue(trx: Executor, status: 'active' | 'pending', now: string, limit: number): Promise<WishRow[]> {
-  return trx.updateTable('wishes').set({ status: 'expired', updated_at: now })
-    // The IN term repeats the partial expiry index's own predicate, which SQLite needs to use it.
-    .where('id', 'in', (eb) => eb.selectFrom('wishes').select('id')
-      .where('status', 'in', ['active', 'pending']).where('status', '=', status)
-      .where('expires_at', '<=', now).limit(limit))
-    .where('status', '=', status)
+export async function expireDue(trx: Executor, dialect: DialectName, now: string, limit: number): Promise<{ row: WishRow, was: WishStatus }[]> {
+  const due = await lockForUpdate(trx.selectFrom('wishes').select(['id', 'status'])
+    .where(sql<boolean>`status in ('active', 'pending')`).where('expires_at', '<=', now).limit(limit), dialect).execute()
+  if (due.length === 0) return []
+  const was = new Map(due.map((wish) => [wish.id, wish.status as WishStatus]))
+  const rows = await trx.updateTable('wishes').set({ status: 'expired', updated_at: now })
+    .where('id', 'in', [...was.keys()]).where('status', 'in', ['active', 'pending'])
     .returningAll().execute()
+  return rows.map((row) => ({ row, was: was.get(row.id)! }))
 }
