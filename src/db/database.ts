@@ -17,9 +17,18 @@ export interface PoolStats {
   waiting: number
 }
 
+/** The embedded store's connection, for work that must run synchronously (db/group-commit.ts). */
+export interface SqliteHandle {
+  readonly connection: SQLite.Database
+  /** A prepared statement from the shared cache. */
+  prepare(text: string): SQLite.Statement
+}
+
 export interface Database {
   readonly kysely: Kysely<DatabaseSchema>
   readonly dialect: DialectName
+  /** Set for the SQLite store only. */
+  readonly sqlite?: SqliteHandle
   poolStats(): PoolStats
   /** Throws when the database does not answer. */
   ping(): Promise<void>
@@ -75,10 +84,10 @@ export function openDatabase(options: DatabaseOptions): Database {
  * statements of an application are few, so they are prepared once and kept (bounded, in case of a
  * query built with a varying shape).
  */
-function withStatementCache(connection: SQLite.Database, limit = 500): SqliteDatabase {
+function withStatementCache(connection: SQLite.Database, limit = 500): SqliteHandle {
   const statements = new Map<string, SQLite.Statement>()
   return {
-    close: () => connection.close(),
+    connection,
     prepare(text: string) {
       let statement = statements.get(text)
       if (!statement) {
@@ -86,7 +95,7 @@ function withStatementCache(connection: SQLite.Database, limit = 500): SqliteDat
         statement = connection.prepare(text)
         statements.set(text, statement)
       }
-      return statement as unknown as ReturnType<SqliteDatabase['prepare']>
+      return statement
     },
   }
 }
@@ -99,14 +108,24 @@ function openSqlite(file: string): Database {
   connection.pragma('foreign_keys = ON')
   // Another process (the CLI, a second server) may hold the write lock briefly.
   connection.pragma('busy_timeout = 5000')
-  const kysely = new Kysely<DatabaseSchema>({ dialect: new SqliteDialect({ database: withStatementCache(connection) }) })
+  const sqlite = withStatementCache(connection)
+  const database: SqliteDatabase = {
+    close: () => connection.close(),
+    prepare: (text) => sqlite.prepare(text) as unknown as ReturnType<SqliteDatabase['prepare']>,
+  }
+  const kysely = new Kysely<DatabaseSchema>({ dialect: new SqliteDialect({ database }) })
   return {
     kysely,
     dialect: 'sqlite',
+    sqlite,
     // One connection, shared by turns.
     poolStats: () => ({ total: 1, idle: 1, waiting: 0 }),
     ping: async () => { await sql`select 1`.execute(kysely) },
-    close: () => kysely.destroy(),
+    async close() {
+      await kysely.destroy()
+      // Kysely closes it only if a query ever ran.
+      if (connection.open) connection.close()
+    },
   }
 }
 

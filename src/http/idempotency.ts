@@ -11,6 +11,12 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Payment operations require a key; other POSTs take one optionally (contract section 5). */
     idempotency?: 'required' | 'optional'
+    /**
+     * The whole operation and its idempotency record as one write, tried before the general path's
+     * transaction. It returns the record it wrote, which is then the answer, or undefined having
+     * written nothing, and the route's handler runs as usual.
+     */
+    singleWrite?: (request: FastifyRequest, recordOf: (status: number, payload: unknown) => records.IdempotencyRecord) => Promise<records.IdempotencyRecord | undefined>
   }
 }
 
@@ -78,6 +84,15 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
     const fingerprint = fingerprintOf(request)
     const now = clock.now()
     const nowIso = toTimestamp(now)
+    const recordOf = (status: number, body: string): records.IdempotencyRecord => ({
+      account_id: accountId,
+      idempotency_key: key,
+      fingerprint,
+      response_status: status,
+      response_body: body,
+      created_at: nowIso,
+      expires_at: toTimestamp(new Date(now.getTime() + ttlSeconds * 1000)),
+    })
     // Replays are answered from the stored bytes without opening a transaction.
     const saved = await records.findLive(db.kysely, accountId, key, nowIso)
     if (saved) return replay(reply, saved, fingerprint)
@@ -86,6 +101,10 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
     if (inFlight.has(slot)) throw errors.idempotencyKeyInUse()
     inFlight.add(slot)
     try {
+      const singleWrite = request.routeOptions.config.singleWrite
+      const written = singleWrite && await singleWrite(request, (status, payload) => recordOf(status, JSON.stringify(payload)))
+      if (written) return reply.status(written.response_status).type(JSON_TYPE).send(written.response_body)
+
       const outcome = await db.kysely.transaction().execute(async (trx) => {
         if (db.dialect === 'postgres') {
           // Another process may be working on this key, or have finished it since the read above.
@@ -114,15 +133,7 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
         } finally {
           request.ctx.transaction = undefined
         }
-        const saved = await records.save(trx, {
-          account_id: accountId,
-          idempotency_key: key,
-          fingerprint,
-          response_status: status,
-          response_body: body,
-          created_at: nowIso,
-          expires_at: toTimestamp(new Date(now.getTime() + ttlSeconds * 1000)),
-        }, nowIso)
+        const saved = await records.save(trx, recordOf(status, body), nowIso)
         if (!saved) throw errors.idempotencyKeyInUse()
         return { kind: 'fresh' as const, status, body }
       })

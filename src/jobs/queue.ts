@@ -10,11 +10,10 @@ export interface NewJob {
   runAt: Date
 }
 
-/** Adds a job; called inside the transaction that makes it necessary, so the two commit together. */
-export async function enqueue(trx: Executor, job: NewJob, now: Date): Promise<string> {
-  const id = newId('job', now)
-  await trx.insertInto('jobs').values({
-    id,
+/** The row of a new job. */
+export function jobRow(job: NewJob, now: Date): JobRow {
+  return {
+    id: newId('job', now),
     type: job.type,
     payload: JSON.stringify(job.payload),
     run_at: job.runAt.toISOString(),
@@ -22,8 +21,14 @@ export async function enqueue(trx: Executor, job: NewJob, now: Date): Promise<st
     locked_until: null,
     last_error: null,
     created_at: now.toISOString(),
-  }).execute()
-  return id
+  }
+}
+
+/** Adds a job; called inside the transaction that makes it necessary, so the two commit together. */
+export async function enqueue(trx: Executor, job: NewJob, now: Date): Promise<string> {
+  const row = jobRow(job, now)
+  await trx.insertInto('jobs').values(row).execute()
+  return row.id
 }
 
 /**

@@ -1,7 +1,8 @@
 import type { Executor } from '../../db/database.js'
-import { enqueue } from '../../jobs/queue.js'
+import type { EventsTable } from '../../db/schema.js'
+import { type JobRow, jobRow } from '../../jobs/queue.js'
 import { newId } from '../../lib/ids.js'
-import { enabledEndpoints } from '../webhooks/repository.js'
+import { type EndpointRow, enabledEndpoints } from '../webhooks/repository.js'
 import type { EventType } from './types.js'
 
 /** The job that delivers one event to one webhook endpoint. */
@@ -36,14 +37,9 @@ function subscribes(events: string, type: EventType): boolean {
   return types.includes('*') || types.includes(type)
 }
 
-/**
- * Writes events into the outbox and a delivery job for every enabled endpoint that wants each. Always
- * called with the transaction that made the change, so the change, its events and their deliveries
- * commit together or not at all: a crash can delay a webhook but never lose one. Several events of one
- * change are written in one statement; their ids keep the order given.
- */
-export async function recordEvents(trx: Executor, inputs: EventInput[]): Promise<string[]> {
-  const rows = inputs.map((input) => ({
+/** The outbox rows of events; their ids keep the order given. */
+export function eventRows(inputs: EventInput[]): EventsTable[] {
+  return inputs.map((input) => ({
     id: newId('evt', new Date(input.createdAt)),
     account_id: input.accountId,
     type: input.type,
@@ -52,15 +48,35 @@ export async function recordEvents(trx: Executor, inputs: EventInput[]): Promise
     request_id: input.requestId,
     created_at: input.createdAt,
   }))
-  await trx.insertInto('events').values(rows).execute()
-  for (const row of rows) {
-    const at = new Date(row.created_at)
-    for (const endpoint of await endpointsFor(trx, row.account_id)) {
-      if (!subscribes(endpoint.events, row.type as EventType)) continue
-      const payload: DeliverPayload = { endpoint_id: endpoint.id, event_id: row.id }
-      await enqueue(trx, { type: DELIVER_JOB, payload: { ...payload }, runAt: at }, at)
+}
+
+/** A delivery job for every endpoint that wants each event. */
+export function deliveryJobs(events: EventsTable[], endpoints: Pick<EndpointRow, 'id' | 'events'>[]): JobRow[] {
+  const jobs: JobRow[] = []
+  for (const event of events) {
+    const at = new Date(event.created_at)
+    for (const endpoint of endpoints) {
+      if (!subscribes(endpoint.events, event.type as EventType)) continue
+      const payload: DeliverPayload = { endpoint_id: endpoint.id, event_id: event.id }
+      jobs.push(jobRow({ type: DELIVER_JOB, payload: { ...payload }, runAt: at }, at))
     }
   }
+  return jobs
+}
+
+/**
+ * Writes events into the outbox and a delivery job for every enabled endpoint that wants each. Always
+ * called with the transaction that made the change, so the change, its events and their deliveries
+ * commit together or not at all: a crash can delay a webhook but never lose one. Several events of one
+ * change are written in one statement, and so are their deliveries.
+ */
+export async function recordEvents(trx: Executor, inputs: EventInput[]): Promise<string[]> {
+  const rows = eventRows(inputs)
+  await trx.insertInto('events').values(rows).execute()
+  const endpoints = new Map<string, Awaited<ReturnType<typeof enabledEndpoints>>>()
+  for (const accountId of new Set(rows.map((row) => row.account_id))) endpoints.set(accountId, await endpointsFor(trx, accountId))
+  const jobs = rows.flatMap((row) => deliveryJobs([row], endpoints.get(row.account_id)!))
+  if (jobs.length > 0) await trx.insertInto('jobs').values(jobs).execute()
   return rows.map((row) => row.id)
 }
 

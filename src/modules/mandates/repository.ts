@@ -10,7 +10,11 @@ export async function insertMandate(db: Executor, row: MandateRow): Promise<void
 }
 
 export function findMandate(db: Executor, accountId: string, id: string): Promise<MandateRow | undefined> {
-  return db.selectFrom('mandates').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst()
+  return findMandateQuery(db, accountId, id).executeTakeFirst()
+}
+
+export function findMandateQuery(db: Executor, accountId: string, id: string) {
+  return db.selectFrom('mandates').selectAll().where('account_id', '=', accountId).where('id', '=', id)
 }
 
 export interface HoldRequest {
@@ -27,7 +31,12 @@ export interface HoldRequest {
  * budget or pay a single-use mandate twice. Returns the mandate after the hold, or undefined.
  */
 export function hold(trx: Executor, p: HoldRequest): Promise<MandateRow | undefined> {
-  return trx.updateTable('mandates')
+  return holdQuery(trx, p).returningAll().executeTakeFirst()
+}
+
+/** The conditional update of hold(), to run as part of a larger statement. */
+export function holdQuery(db: Executor, p: HoldRequest) {
+  return db.updateTable('mandates')
     .set((eb) => ({
       amount_used: eb('amount_used', '+', p.amount),
       uses_count: eb('uses_count', '+', 1),
@@ -42,8 +51,6 @@ export function hold(trx: Executor, p: HoldRequest): Promise<MandateRow | undefi
     .where('currency', '=', p.currency)
     .where('max_amount', '>=', p.amount)
     .where((eb) => eb(eb('amount_used', '+', p.amount), '<=', eb.ref('budget_amount')))
-    .returningAll()
-    .executeTakeFirst()
 }
 
 /** Gives back what a failed payment held. */

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { readErrors, writeErrors } from '../../http/schemas.js'
 import {
-  CreatePaymentBody, CreateRefundBody, ListPaymentsQuery, ListRefundsQuery, PaymentList, PaymentParams, PaymentRef, RefundList, RefundRef,
+  CreatePaymentBody, type CreatePaymentInput, CreateRefundBody, ListPaymentsQuery, ListRefundsQuery, PaymentList, PaymentParams, PaymentRef, RefundList, RefundRef,
 } from './schemas.js'
 import type { PaymentService } from './service.js'
 
@@ -11,7 +11,10 @@ const IDEMPOTENCY = 'A payment operation: `idempotency_key` (body) or `Idempoten
 
 export const paymentRoutes: FastifyPluginAsyncTypebox<{ payments: PaymentService }> = async (app, { payments }) => {
   app.post('/payments', {
-    config: { idempotency: 'required' },
+    config: {
+      idempotency: 'required',
+      singleWrite: (request, recordOf) => payments.createInOneWrite(request.ctx, request.body as CreatePaymentInput, (payment) => recordOf(201, { data: payment })),
+    },
     schema: {
       operationId: 'createPayment',
       summary: 'Create a payment',

@@ -14,33 +14,14 @@ import * as mandates from '../mandates/repository.js'
 import { paymentViolation } from '../mandates/rules.js'
 import { toMandate } from '../mandates/service.js'
 import type { ChargeRequest, Failure, Processor } from './processors/processor.js'
+import { paymentRow, SETTLE_JOB, type SettlePayload, toPayment } from './plan.js'
 import * as repo from './repository.js'
+import { createSingleWrite } from './single-write.js'
 import type { CreatePaymentInput, CreateRefundInput, ListPaymentsInput, Payment, Refund } from './schemas.js'
 
-/** The job that moves an asynchronous payment along: pending -> processing -> succeeded | failed. */
-export const SETTLE_JOB = 'payment.settle'
-export interface SettlePayload { payment_id: string, settle_at: string }
+export { SETTLE_JOB, type SettlePayload, toPayment } from './plan.js'
 
 type Trx = Transaction<DatabaseSchema>
-
-export function toPayment(row: repo.PaymentRow): Payment {
-  return {
-    id: row.id,
-    mandate_id: row.mandate_id,
-    wish_id: row.wish_id,
-    amount: row.amount,
-    currency: row.currency,
-    status: row.status as Payment['status'],
-    protocol_type: row.protocol_type as Payment['protocol_type'],
-    payment_method: row.payment_method,
-    amount_refunded: row.amount_refunded,
-    failure_code: row.failure_code,
-    failure_message: row.failure_message,
-    metadata: JSON.parse(row.metadata) as Payment['metadata'],
-    created_at: row.created_at,
-    updated_at: row.updated_at,
-  }
-}
 
 function toRefund(row: repo.RefundRow): Refund {
   return { id: row.id, payment_id: row.payment_id, amount: row.amount, reason: row.reason, status: 'succeeded', created_at: row.created_at }
@@ -100,6 +81,9 @@ export function createPaymentService(deps: PaymentServiceDeps) {
   }
 
   return {
+    /** The common payment in a single write, or undefined for create() to decide (single-write.ts). */
+    createInOneWrite: createSingleWrite(deps),
+
     async create(ctx: RequestContext, input: CreatePaymentInput): Promise<Payment> {
       const method = input.payment_method
       if (!processor.paymentMethods.includes(method)) {
@@ -118,23 +102,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
         // charge() only decides (it may not call out, docs/processors.md), so nothing has happened
         // outside this transaction if the hold below refuses and everything rolls back.
         const outcome = processor.charge({ paymentId: id, amount: input.amount, currency, paymentMethod: method, protocol: mandate!.protocol })
-        const row: repo.PaymentRow = {
-          id,
-          account_id: ctx.accountId,
-          mandate_id: mandate!.id,
-          wish_id: mandate!.wish_id,
-          amount: input.amount,
-          currency,
-          status: outcome.status,
-          protocol_type: mandate!.protocol,
-          payment_method: method,
-          amount_refunded: 0,
-          failure_code: outcome.status === 'failed' ? outcome.failure.code : null,
-          failure_message: outcome.status === 'failed' ? outcome.failure.message : null,
-          metadata: JSON.stringify(input.metadata ?? {}),
-          created_at: now,
-          updated_at: now,
-        }
+        const row = paymentRow(id, ctx.accountId, input, mandate!, outcome, now)
         await repo.insertPayment(trx, row)
         const event = (type: EventType) => ({ accountId: ctx.accountId, type, object: toPayment(row), requestId: ctx.requestId, createdAt: now })
         if (outcome.status === 'pending') {

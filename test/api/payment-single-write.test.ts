@@ -1,0 +1,167 @@
+import assert from 'node:assert/strict'
+import { randomUUID } from 'node:crypto'
+import { after, before, describe, test } from 'node:test'
+import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.js'
+import { createMandate, getMandate, inFuture } from '../helpers/fixtures.js'
+import { storeKinds } from '../helpers/stores.js'
+import { toTimestamp } from '../../src/lib/clock.js'
+import type { IdempotencyRecord } from '../../src/modules/idempotency/repository.js'
+import type { CreatePaymentInput, Payment } from '../../src/modules/payments/schemas.js'
+
+/**
+ * The single write of a common payment (modules/payments/single-write.ts) against the general path it
+ * stands in for: the same rows, and nothing at all written whenever it leaves the decision to the
+ * general path.
+ */
+
+const HOUR = 3_600_000
+
+for (const kind of storeKinds()) {
+  describe(`payment single write (${kind.name})`, () => {
+    let t: TestApp
+    before(async () => { t = await startTestApp(kind, { SANDBOX_SETTLEMENT_DELAY_MS: '1000' }) })
+    after(async () => { await t.close() })
+
+    const db = () => t.store.db.kysely
+
+    /** createInOneWrite as the idempotency layer calls it, with a record for (account, key). */
+    function writeOnce(a: TestAccount, input: Partial<CreatePaymentInput> & { mandate_id: string }, key: string = randomUUID()) {
+      const now = t.clock.now()
+      const recordOf = (payment: Payment): IdempotencyRecord => ({
+        account_id: a.id,
+        idempotency_key: key,
+        fingerprint: 'f'.repeat(64),
+        response_status: 201,
+        response_body: JSON.stringify({ data: payment }),
+        created_at: toTimestamp(now),
+        expires_at: toTimestamp(new Date(now.getTime() + 24 * HOUR)),
+      })
+      const full = { amount: 100, currency: 'USD', payment_method: 'card', ...input } as CreatePaymentInput
+      return t.services.payments.createInOneWrite({ accountId: a.id, requestId: 'req_single' }, full, recordOf)
+    }
+
+    /** Everything of the account a payment writes, with ids and times left out. */
+    async function footprint(a: TestAccount, mandateId: string) {
+      const mandate = await getMandate(a, mandateId)
+      const payments = await db().selectFrom('payments').selectAll().where('account_id', '=', a.id).orderBy('id').execute()
+      const events = await db().selectFrom('events').selectAll().where('account_id', '=', a.id).where('type', 'like', 'payment.%').orderBy('id').execute()
+      const paymentIds = new Set(payments.map((p) => p.id))
+      const eventIds = new Set(events.map((e) => e.id))
+      const jobs = (await db().selectFrom('jobs').selectAll().orderBy('id').execute()).filter((j) => {
+        const payload = JSON.parse(j.payload) as { payment_id?: string, event_id?: string }
+        return paymentIds.has(payload.payment_id ?? '') || eventIds.has(payload.event_id ?? '')
+      })
+      const keys = await db().selectFrom('idempotency_keys').select(['idempotency_key']).where('account_id', '=', a.id).execute()
+      return {
+        mandate: { amount_used: mandate.amount_used, uses_count: mandate.uses_count, status: mandate.status },
+        payments: payments.map(({ id: _id, created_at: _c, updated_at: _u, ...rest }) => rest),
+        events: events.map((e) => ({ type: e.type, request_id: e.request_id, object: (JSON.parse(e.data) as { object: Payment }).object.status })),
+        jobs: jobs.map((j) => ({ type: j.type, attempts: j.attempts, locked_until: j.locked_until })).sort((x, y) => x.type.localeCompare(y.type)),
+        keys: keys.length,
+      }
+    }
+
+    async function accountWithEndpoint() {
+      const a = await t.account()
+      const res = await a.request('POST', '/webhook_endpoints', { url: 'https://8.8.8.8/hooks', events: ['*'] })
+      assert.equal(res.status, 201, res.raw)
+      return a
+    }
+
+    for (const method of ['card', 'bank_transfer']) {
+      test(`${method}: the same rows as the general path, and the record answers with the payment`, async () => {
+        const single = await accountWithEndpoint()
+        const general = await accountWithEndpoint()
+        const input = { amount: 250, payment_method: method, metadata: { order: '42' } }
+        const m1 = await createMandate(t, single, { usage: 'multi_use', budget_amount: 1000, max_amount: 500 })
+        const m2 = await createMandate(t, general, { usage: 'multi_use', budget_amount: 1000, max_amount: 500 })
+
+        const record = await writeOnce(single, { mandate_id: m1.id, ...input })
+        assert.ok(record, 'the single write took the payment')
+        const answered = (JSON.parse(record.response_body) as { data: Payment }).data
+        await t.services.payments.create({ accountId: general.id, requestId: 'req_single' }, { mandate_id: m2.id, currency: 'USD', ...input } as CreatePaymentInput)
+
+        const mine = await footprint(single, m1.id)
+        const theirs = await footprint(general, m2.id)
+        assert.deepEqual(mine.payments.map((p) => ({ ...p, account_id: '', mandate_id: '' })), theirs.payments.map((p) => ({ ...p, account_id: '', mandate_id: '' })))
+        assert.deepEqual(mine.events, theirs.events)
+        assert.deepEqual(mine.jobs, theirs.jobs)
+        assert.deepEqual(mine.mandate, theirs.mandate)
+        assert.equal(mine.keys, 1)
+        assert.equal(theirs.keys, 0, 'the general path called directly saves no record')
+        const stored = await db().selectFrom('payments').selectAll().where('id', '=', answered.id).executeTakeFirstOrThrow()
+        assert.equal(stored.amount, 250)
+        assert.equal(answered.status, method === 'card' ? 'succeeded' : 'pending')
+      })
+    }
+
+    test('leaves to the general path, having written nothing: every refusal, a declined charge, a single-use mandate', async () => {
+      const a = await accountWithEndpoint()
+      const other = await t.account()
+      const multi = { usage: 'multi_use', budget_amount: 1000, max_amount: 500 }
+      const cases: Array<[string, () => Promise<string>, Partial<CreatePaymentInput>]> = [
+        ['unknown mandate', async () => 'mdt_unknown', {}],
+        ["another account's mandate", async () => (await createMandate(t, other, multi)).id, {}],
+        ['over max_amount', async () => (await createMandate(t, a, multi)).id, { amount: 501 }],
+        ['over the budget', async () => (await createMandate(t, a, { ...multi, max_amount: 1000, budget_amount: 300 })).id, { amount: 301 }],
+        ['other currency', async () => (await createMandate(t, a, multi)).id, { currency: 'EUR' }],
+        ['revoked', async () => {
+          const m = await createMandate(t, a, multi)
+          const revoked = await a.request('POST', `/mandates/${m.id}/revoke`, {})
+          assert.equal(revoked.status, 200, revoked.raw)
+          return m.id
+        }, {}],
+        ['not yet valid', async () => (await createMandate(t, a, { ...multi, not_before: inFuture(t, 60_000) })).id, {}],
+        ['declined charge', async () => (await createMandate(t, a, multi)).id, { payment_method: 'test_card_declined' }],
+        ['unknown payment method', async () => (await createMandate(t, a, multi)).id, { payment_method: 'cash' }],
+        ['single-use mandate', async () => (await createMandate(t, a, { max_amount: 500 })).id, {}],
+      ]
+      for (const [name, mandateOf, input] of cases) {
+        const mandateId = await mandateOf()
+        const owner = name === "another account's mandate" ? other : a
+        const before = mandateId === 'mdt_unknown' ? undefined : await footprint(owner, mandateId)
+        assert.equal(await writeOnce(a, { mandate_id: mandateId, ...input }), undefined, name)
+        if (before) assert.deepEqual(await footprint(owner, mandateId), before, name)
+      }
+      const keys = await db().selectFrom('idempotency_keys').select('idempotency_key').where('account_id', '=', a.id).execute()
+      assert.deepEqual(keys, [])
+    })
+
+    test('a key that already has a record, live or expired: nothing written, the general path decides', async () => {
+      const a = await t.account()
+      const m = await createMandate(t, a, { usage: 'multi_use', budget_amount: 1000, max_amount: 500 })
+      const first = await a.request('POST', '/payments', { mandate_id: m.id, amount: 100, idempotency_key: 'k-live' })
+      assert.equal(first.status, 201, first.raw)
+      const before = await footprint(a, m.id)
+      assert.equal(await writeOnce(a, { mandate_id: m.id }, 'k-live'), undefined)
+      assert.deepEqual(await footprint(a, m.id), before)
+
+      await db().updateTable('idempotency_keys').set({ expires_at: toTimestamp(new Date(t.clock.now().getTime() - 1)) })
+        .where('account_id', '=', a.id).where('idempotency_key', '=', 'k-live').execute()
+      assert.equal(await writeOnce(a, { mandate_id: m.id }, 'k-live'), undefined)
+      assert.deepEqual(await footprint(a, m.id), before)
+      // Past its retention the key is new again: the general path overwrites the record.
+      const again = await a.request('POST', '/payments', { mandate_id: m.id, amount: 100, idempotency_key: 'k-live' })
+      assert.equal(again.status, 201, again.raw)
+      assert.notEqual(again.body.data.id, first.body.data.id)
+      assert.equal(again.headers['idempotent-replayed'], undefined)
+    })
+
+    test('120 concurrent single writes of 50 (60 keys, each sent twice at once) on a budget of 1000: 20 taken, each key once', async () => {
+      const a = await t.account()
+      const m = await createMandate(t, a, { usage: 'multi_use', budget_amount: 1000, max_amount: 50 })
+      const keys = Array.from({ length: 60 }, () => randomUUID())
+      const answers = await Promise.all(keys.flatMap((key) => [writeOnce(a, { mandate_id: m.id, amount: 50 }, key), writeOnce(a, { mandate_id: m.id, amount: 50 }, key)]))
+      const taken = answers.filter((r) => r !== undefined)
+      assert.equal(taken.length, 20, 'exactly the budget is taken')
+      const mandate = await getMandate(a, m.id)
+      assert.equal(mandate.amount_used, 1000)
+      assert.equal(mandate.uses_count, 20)
+      const payments = await db().selectFrom('payments').select('amount').where('mandate_id', '=', m.id).execute()
+      assert.equal(payments.length, 20)
+      const records = await db().selectFrom('idempotency_keys').select('idempotency_key').where('account_id', '=', a.id).execute()
+      assert.equal(records.length, 20, 'one record per payment, and each key at most once')
+      assert.equal(new Set(records.map((r) => r.idempotency_key)).size, 20)
+    })
+  })
+}

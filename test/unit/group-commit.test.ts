@@ -1,0 +1,102 @@
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { afterEach, beforeEach, describe, test } from 'node:test'
+import SQLite from 'better-sqlite3'
+import type { Kysely } from 'kysely'
+import { type Database, openDatabase } from '../../src/db/database.js'
+import { createGroupCommit, type GroupCommit } from '../../src/db/group-commit.js'
+
+/** Group commit on the embedded store (db/group-commit.ts), against a real SQLite file. */
+describe('group commit', () => {
+  let dir: string
+  let db: Database
+  let group: GroupCommit
+  let kysely: Kysely<any>
+  /** A second connection to the same file: it sees only what is committed. */
+  let reader: SQLite.Database
+
+  beforeEach(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wishpay-group-'))
+    const file = path.join(dir, 'test.db')
+    db = openDatabase({ sqlitePath: file })
+    kysely = db.kysely as unknown as Kysely<any>
+    await kysely.schema.createTable('items').addColumn('id', 'text', (c) => c.primaryKey()).execute()
+    group = createGroupCommit({ kysely: db.kysely, sqlite: db.sqlite! })
+    reader = new SQLite(file, { readonly: true })
+  })
+
+  afterEach(async () => {
+    reader.close()
+    await db.close()
+    fs.rmSync(dir, { recursive: true, force: true })
+  })
+
+  const committed = () => (reader.prepare('select id from items order by id').all() as Array<{ id: string }>).map((r) => r.id)
+  const insert = (id: string) => kysely.insertInto('items').values({ id })
+
+  test('work submitted in one turn commits as one transaction, before any caller hears back', async () => {
+    const seenByOthers: string[][] = []
+    const all = Array.from({ length: 10 }, (_, i) => group.submit((exec) => {
+      exec.run(insert(`item-${i}`))
+      seenByOthers.push(committed())
+      return i
+    }))
+    assert.deepEqual(await Promise.all(all), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
+    assert.deepEqual(seenByOthers, Array.from({ length: 10 }, () => []), 'nothing was visible to another connection until the one COMMIT')
+    assert.equal(committed().length, 10)
+  })
+
+  test('work that declines or throws is rolled back alone; the rest of its group commits', async () => {
+    const answers = await Promise.allSettled([
+      group.submit((exec) => { exec.run(insert('kept-1')); return 'ok' }),
+      group.submit((exec) => { exec.run(insert('declined')); return undefined }),
+      group.submit((exec) => { exec.run(insert('thrown')); throw new Error('boom') }),
+      group.submit((exec) => { exec.run(insert('kept-1')); return 'duplicate' }),
+      group.submit((exec) => { exec.run(insert('kept-2')); return exec.all(kysely.selectFrom('items').select('id').orderBy('id')).map((r) => r.id) }),
+    ])
+    assert.deepEqual(answers.map((a) => a.status), ['fulfilled', 'fulfilled', 'rejected', 'rejected', 'fulfilled'])
+    assert.equal((answers[1] as PromiseFulfilledResult<unknown>).value, undefined)
+    assert.match(String((answers[3] as PromiseRejectedResult).reason), /UNIQUE/)
+    assert.deepEqual((answers[4] as PromiseFulfilledResult<unknown>).value, ['kept-1', 'kept-2'], 'later work sees earlier work of its group, not what was undone')
+    assert.deepEqual(committed(), ['kept-1', 'kept-2'])
+  })
+
+  test('an error that ends the transaction fails the whole group; the next group works', async () => {
+    const answers = await Promise.allSettled([
+      group.submit((exec) => { exec.run(insert('a')); return 1 }),
+      group.submit(() => {
+        db.sqlite!.connection.exec('ROLLBACK')
+        throw new Error('the transaction is gone')
+      }),
+      group.submit((exec) => { exec.run(insert('c')); return 3 }),
+    ])
+    assert.deepEqual(answers.map((a) => a.status), ['rejected', 'rejected', 'rejected'])
+    assert.deepEqual(committed(), [])
+    assert.equal(await group.submit((exec) => { exec.run(insert('d')); return 'd' }), 'd')
+    assert.deepEqual(committed(), ['d'])
+  })
+
+  test('waits for a Kysely transaction in progress instead of joining it', async () => {
+    let release!: () => void
+    const open = kysely.transaction().execute(async (trx) => {
+      await trx.insertInto('items').values({ id: 'from-transaction' }).execute()
+      await new Promise<void>((resolve) => { release = resolve })
+    })
+    await new Promise((resolve) => setTimeout(resolve, 10))
+    const grouped = group.submit((exec) => exec.all(kysely.selectFrom('items').select('id')).map((r) => r.id))
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    assert.deepEqual(committed(), [], 'the transaction has not committed yet')
+    release()
+    await open
+    assert.deepEqual(await grouped, ['from-transaction'], 'the group ran after that transaction, on its own')
+  })
+
+  test('once the database is closed, submitted work is refused rather than left waiting', async () => {
+    const closed = openDatabase({ sqlitePath: path.join(dir, 'closed.db') })
+    const closedGroup = createGroupCommit({ kysely: closed.kysely, sqlite: closed.sqlite! })
+    await closed.close()
+    await assert.rejects(closedGroup.submit(() => 1))
+  })
+})
