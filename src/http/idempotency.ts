@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { sql } from 'kysely'
+import { LRUCache } from 'lru-cache'
 import type { Database } from '../db/database.js'
 import { type Clock, toTimestamp } from '../lib/clock.js'
 import * as records from '../modules/idempotency/repository.js'
@@ -30,6 +31,8 @@ const HEADER_KEY = /^[\x20-\x7E]{1,255}$/
 /** Outcomes worth replaying; 400, 401, 403, 409, 429 and 5xx are not saved and may be retried. */
 const SAVED_ERROR_STATUSES = new Set([404, 422])
 const JSON_TYPE = 'application/json; charset=utf-8'
+/** Bounds the memory of the replay cache below. */
+const RECENT_RECORDS_BYTES = 4_000_000
 
 /** JSON with object keys sorted, so that member order never changes a fingerprint. */
 function canonicalJson(value: unknown): string {
@@ -73,6 +76,12 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
   const { db, clock, ttlSeconds } = deps
   // Keys being worked on in this process: a second request answers 409 at once instead of queueing.
   const inFlight = new Set<string>()
+  // Records this process saved or read lately. A live record is never changed or removed before it
+  // expires, by any process, so a copy answers a retry exactly as the database would until then.
+  const recent = new LRUCache<string, records.IdempotencyRecord>({
+    maxSize: RECENT_RECORDS_BYTES,
+    sizeCalculation: (record) => record.response_body.length + record.idempotency_key.length + 200,
+  })
 
   function replay(reply: FastifyReply, record: records.IdempotencyRecord, fingerprint: string) {
     if (record.fingerprint !== fingerprint) throw errors.idempotencyKeyReused()
@@ -93,17 +102,24 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
       created_at: nowIso,
       expires_at: toTimestamp(new Date(now.getTime() + ttlSeconds * 1000)),
     })
-    // Replays are answered from the stored bytes without opening a transaction.
-    const saved = await records.findLive(db.kysely, accountId, key, nowIso)
-    if (saved) return replay(reply, saved, fingerprint)
-
     const slot = `${accountId}\n${key}`
+    // Replays are answered from the stored bytes without opening a transaction.
+    const cached = recent.get(slot)
+    const saved = cached !== undefined && cached.expires_at > nowIso ? cached : await records.findLive(db.kysely, accountId, key, nowIso)
+    if (saved) {
+      recent.set(slot, saved)
+      return replay(reply, saved, fingerprint)
+    }
+
     if (inFlight.has(slot)) throw errors.idempotencyKeyInUse()
     inFlight.add(slot)
     try {
       const singleWrite = request.routeOptions.config.singleWrite
       const written = singleWrite && await singleWrite(request, (status, payload) => recordOf(status, JSON.stringify(payload)))
-      if (written) return reply.status(written.response_status).type(JSON_TYPE).send(written.response_body)
+      if (written) {
+        recent.set(slot, written)
+        return reply.status(written.response_status).type(JSON_TYPE).send(written.response_body)
+      }
 
       const outcome = await db.kysely.transaction().execute(async (trx) => {
         if (db.dialect === 'postgres') {
@@ -133,12 +149,14 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
         } finally {
           request.ctx.transaction = undefined
         }
-        const saved = await records.save(trx, recordOf(status, body), nowIso)
-        if (!saved) throw errors.idempotencyKeyInUse()
-        return { kind: 'fresh' as const, status, body }
+        const record = recordOf(status, body)
+        if (!await records.save(trx, record, nowIso)) throw errors.idempotencyKeyInUse()
+        return { kind: 'fresh' as const, record }
       })
+      // Kept once committed: a record whose transaction rolled back must not answer anything.
+      recent.set(slot, outcome.record)
       if (outcome.kind === 'replay') return replay(reply, outcome.record, fingerprint)
-      return reply.status(outcome.status).type(JSON_TYPE).send(outcome.body)
+      return reply.status(outcome.record.response_status).type(JSON_TYPE).send(outcome.record.response_body)
     } finally {
       inFlight.delete(slot)
     }
