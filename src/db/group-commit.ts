@@ -15,6 +15,13 @@ export interface SyncExecutor {
  */
 export type GroupWork<T> = (exec: SyncExecutor) => T | undefined
 
+const FATAL_CODES = /^SQLITE_(FULL|IOERR|NOMEM|BUSY)/
+
+function isFatal(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code
+  return typeof code === 'string' && FATAL_CODES.test(code)
+}
+
 interface Pending {
   work: GroupWork<unknown>
   resolve(value: unknown): void
@@ -62,8 +69,9 @@ export function createGroupCommit(db: Pick<Database, 'kysely'> & { sqlite: Sqlit
           connection.exec(value === undefined ? 'ROLLBACK TO grouped_work; RELEASE grouped_work' : 'RELEASE grouped_work')
           outcomes.push({ ok: true, value })
         } catch (error) {
-          // Some errors (SQLITE_FULL, an I/O error) end the whole transaction: the group fails together.
-          if (!connection.inTransaction) throw error
+          // Some errors end the whole transaction, or call for ending it (SQLite's advice for a full
+          // disk, an I/O error, no memory, a lock it could not get): the group fails together.
+          if (!connection.inTransaction || isFatal(error)) throw error
           connection.exec('ROLLBACK TO grouped_work; RELEASE grouped_work')
           outcomes.push({ ok: false, error })
         }

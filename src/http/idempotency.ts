@@ -33,6 +33,7 @@ const SAVED_ERROR_STATUSES = new Set([404, 422])
 const JSON_TYPE = 'application/json; charset=utf-8'
 /** Bounds the memory of the replay cache below. */
 const RECENT_RECORDS_BYTES = 4_000_000
+const RECENT_RECORDS_TTL_MS = 60_000
 
 /** JSON with object keys sorted, so that member order never changes a fingerprint. */
 function canonicalJson(value: unknown): string {
@@ -77,8 +78,11 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
   // Keys being worked on in this process: a second request answers 409 at once instead of queueing.
   const inFlight = new Set<string>()
   // Records this process saved or read lately. A live record is never changed or removed before it
-  // expires, by any process, so a copy answers a retry exactly as the database would until then.
+  // expires, by any process, so a copy answers a retry exactly as the database would until then. The
+  // copy is also dropped after a minute, which bounds what a record edited by hand, or overwritten by a
+  // server whose clock runs ahead, could be answered from.
   const recent = new LRUCache<string, records.IdempotencyRecord>({
+    ttl: RECENT_RECORDS_TTL_MS,
     maxSize: RECENT_RECORDS_BYTES,
     sizeCalculation: (record) => record.response_body.length + record.idempotency_key.length + 200,
   })

@@ -24,6 +24,21 @@ export function jobRow(job: NewJob, now: Date): JobRow {
   }
 }
 
+/** Rows per INSERT, so that any number of jobs stays far below SQLite's 32,766 bound parameters. */
+const JOBS_PER_INSERT = 500
+
+/** Jobs in groups of at most JOBS_PER_INSERT, one INSERT each. */
+export function inBatches(jobs: JobRow[]): JobRow[][] {
+  const batches: JobRow[][] = []
+  for (let i = 0; i < jobs.length; i += JOBS_PER_INSERT) batches.push(jobs.slice(i, i + JOBS_PER_INSERT))
+  return batches
+}
+
+/** Adds several jobs in the caller's transaction. */
+export async function insertJobs(trx: Executor, jobs: JobRow[]): Promise<void> {
+  for (const batch of inBatches(jobs)) await trx.insertInto('jobs').values(batch).execute()
+}
+
 /** Adds a job; called inside the transaction that makes it necessary, so the two commit together. */
 export async function enqueue(trx: Executor, job: NewJob, now: Date): Promise<string> {
   const row = jobRow(job, now)

@@ -146,6 +146,36 @@ for (const kind of storeKinds()) {
       assert.equal(again.headers['idempotent-replayed'], undefined)
     })
 
+    test('an account with 2,100 endpoints: every delivery job is written, on both paths (no bound-parameter limit)', async () => {
+      const a = await t.account()
+      const now = toTimestamp(t.clock.now())
+      const endpoints = Array.from({ length: 2100 }, (_, i) => ({
+        id: `we_bulk${a.id.slice(-8)}${i}`,
+        account_id: a.id,
+        url: `https://8.8.8.8/hooks/${i}`,
+        events: '["*"]',
+        description: null,
+        secret: 'whsec_test',
+        status: 'enabled' as const,
+        disabled_reason: null,
+        created_at: now,
+        updated_at: now,
+      }))
+      for (let i = 0; i < endpoints.length; i += 500) await db().insertInto('webhook_endpoints').values(endpoints.slice(i, i + 500)).execute()
+      const jobsOf = async (paymentId: string) => {
+        const events = await db().selectFrom('events').select('id').where('object_id', '=', paymentId).execute()
+        const ids = new Set(events.map((e) => e.id))
+        const jobs = await db().selectFrom('jobs').select('payload').where('type', '=', 'webhook.deliver').execute()
+        return jobs.filter((j) => ids.has((JSON.parse(j.payload) as { event_id: string }).event_id)).length
+      }
+      const multi = await createMandate(t, a, { usage: 'multi_use', budget_amount: 1000, max_amount: 500 })
+      const single = await writeOnce(a, { mandate_id: multi.id })
+      assert.ok(single)
+      assert.equal(await jobsOf((JSON.parse(single.response_body) as { data: Payment }).data.id), 2 * 2100)
+      const general = await t.services.payments.create({ accountId: a.id, requestId: null }, { mandate_id: multi.id, amount: 100, currency: 'USD', payment_method: 'card' })
+      assert.equal(await jobsOf(general.id), 2 * 2100)
+    })
+
     test('120 concurrent single writes of 50 (60 keys, each sent twice at once) on a budget of 1000: 20 taken, each key once', async () => {
       const a = await t.account()
       const m = await createMandate(t, a, { usage: 'multi_use', budget_amount: 1000, max_amount: 50 })

@@ -1,6 +1,6 @@
 import type { Executor } from '../../db/database.js'
 import type { EventsTable } from '../../db/schema.js'
-import { type JobRow, jobRow } from '../../jobs/queue.js'
+import { insertJobs, type JobRow, jobRow } from '../../jobs/queue.js'
 import { newId } from '../../lib/ids.js'
 import { type EndpointRow, enabledEndpoints } from '../webhooks/repository.js'
 import type { EventType } from './types.js'
@@ -76,7 +76,7 @@ export async function recordEvents(trx: Executor, inputs: EventInput[]): Promise
   const endpoints = new Map<string, Awaited<ReturnType<typeof enabledEndpoints>>>()
   for (const accountId of new Set(rows.map((row) => row.account_id))) endpoints.set(accountId, await endpointsFor(trx, accountId))
   const jobs = rows.flatMap((row) => deliveryJobs([row], endpoints.get(row.account_id)!))
-  if (jobs.length > 0) await trx.insertInto('jobs').values(jobs).execute()
+  await insertJobs(trx, jobs)
   return rows.map((row) => row.id)
 }
 

@@ -3,6 +3,7 @@ import type { Database } from '../../db/database.js'
 import { isUniqueViolation } from '../../db/errors.js'
 import { createGroupCommit } from '../../db/group-commit.js'
 import type { DatabaseSchema } from '../../db/schema.js'
+import { inBatches } from '../../jobs/queue.js'
 import type { Clock } from '../../lib/clock.js'
 import type { RequestContext } from '../../lib/request-context.js'
 import type { IdempotencyRecord } from '../idempotency/repository.js'
@@ -57,7 +58,7 @@ export function createSingleWrite(deps: { db: Database, clock: Clock, processor:
     if (exec.run(kysely.insertInto('idempotency_keys').values(plan.record).onConflict((oc) => oc.doNothing())) === 0) return undefined
     exec.run(kysely.insertInto('payments').values(plan.payment))
     exec.run(kysely.insertInto('events').values(plan.events))
-    if (plan.jobs.length > 0) exec.run(kysely.insertInto('jobs').values(plan.jobs))
+    for (const batch of inBatches(plan.jobs)) exec.run(kysely.insertInto('jobs').values(batch))
     return plan.record
   })
 }

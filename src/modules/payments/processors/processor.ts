@@ -30,7 +30,9 @@ export interface Processor {
   /**
    * Decides a new charge. Runs inside the payment's transaction, so it must not call out of the
    * process; an adapter that needs the network answers `pending` and does that work in `settle`,
-   * which runs from the job runner after commit.
+   * which runs from the job runner after commit. It only decides: one payment may ask twice (once
+   * from the single write, again from the general path when the first write leaves it the payment,
+   * with a new paymentId), and only the decision of the write that commits is kept.
    */
   charge(request: ChargeRequest): ChargeOutcome
   /** The final outcome of a pending charge; may call out (it runs after commit, and is retried on error). */
