@@ -1,5 +1,5 @@
 import type { EventsTable } from '../../db/schema.js'
-import { type JobRow, jobRow } from '../../jobs/queue.js'
+import { type JobRow, jobRow, type NewJob } from '../../jobs/queue.js'
 import { toTimestamp } from '../../lib/clock.js'
 import { newId } from '../../lib/ids.js'
 import type { RequestContext } from '../../lib/request-context.js'
@@ -16,6 +16,12 @@ import type { CreatePaymentInput, Payment } from './schemas.js'
 /** The job that moves an asynchronous payment along: pending -> processing -> succeeded | failed. */
 export const SETTLE_JOB = 'payment.settle'
 export interface SettlePayload { payment_id: string, settle_at: string }
+
+/** The first settlement step of a pending payment: due at once, final after settleAfterMs. */
+export function settleJob(paymentId: string, now: Date, settleAfterMs: number): NewJob {
+  const payload: SettlePayload = { payment_id: paymentId, settle_at: toTimestamp(new Date(now.getTime() + settleAfterMs)) }
+  return { type: SETTLE_JOB, payload: { ...payload }, runAt: now }
+}
 
 export function toPayment(row: PaymentRow): Payment {
   return {
@@ -100,8 +106,7 @@ export function planPayment(p: PlanInput): PaymentPlan | undefined {
   const events = eventRows(outcome.status === 'succeeded' ? [event('payment.created'), event('payment.succeeded')] : [event('payment.created')])
   const jobs = deliveryJobs(events, p.endpoints)
   if (outcome.status === 'pending') {
-    const payload: SettlePayload = { payment_id: id, settle_at: toTimestamp(new Date(p.now.getTime() + outcome.settleAfterMs)) }
-    jobs.push(jobRow({ type: SETTLE_JOB, payload: { ...payload }, runAt: p.now }, p.now))
+    jobs.push(jobRow(settleJob(id, p.now, outcome.settleAfterMs), p.now))
   }
   return { hold, payment, events, jobs, record: p.recordOf(response) }
 }

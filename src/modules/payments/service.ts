@@ -14,7 +14,7 @@ import * as mandates from '../mandates/repository.js'
 import { paymentViolation } from '../mandates/rules.js'
 import { toMandate } from '../mandates/service.js'
 import type { ChargeRequest, Failure, Processor } from './processors/processor.js'
-import { paymentRow, SETTLE_JOB, type SettlePayload, toPayment } from './plan.js'
+import { paymentRow, settleJob, type SettlePayload, toPayment } from './plan.js'
 import * as repo from './repository.js'
 import { createSingleWrite } from './single-write.js'
 import type { CreatePaymentInput, CreateRefundInput, ListPaymentsInput, Payment, Refund } from './schemas.js'
@@ -107,8 +107,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
         const event = (type: EventType) => ({ accountId: ctx.accountId, type, object: toPayment(row), requestId: ctx.requestId, createdAt: now })
         if (outcome.status === 'pending') {
           await recordEvent(trx, event('payment.created'))
-          const payload: SettlePayload = { payment_id: id, settle_at: toTimestamp(new Date(nowDate.getTime() + outcome.settleAfterMs)) }
-          await enqueue(trx, { type: SETTLE_JOB, payload: { ...payload }, runAt: nowDate }, nowDate)
+          await enqueue(trx, settleJob(id, nowDate, outcome.settleAfterMs), nowDate)
         } else {
           await recordEvents(trx, [event('payment.created'), event(outcome.status === 'succeeded' ? 'payment.succeeded' : 'payment.failed')])
         }
