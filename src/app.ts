@@ -12,6 +12,7 @@ import { registerRateLimit } from './http/rate-limit.js'
 import { registerRequestContext } from './http/request-context.js'
 import { ErrorResponse } from './http/schemas.js'
 import { registerValidators } from './http/validation.js'
+import { registerTextGuard } from './http/text-guard.js'
 import { type Clock, systemClock } from './lib/clock.js'
 import { newId } from './lib/ids.js'
 import { registerBodyDefaults } from './http/body-defaults.js'
@@ -71,6 +72,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     if (request.body === undefined && (request.method === 'POST' || request.method === 'PUT')) request.body = {}
     done()
   })
+  registerTextGuard(app)
   const shared = [ErrorResponse, WishSchema, MandateSchema, PaymentSchema, RefundSchema, EventSchema,
     WebhookEndpointSchema, CreatedWebhookEndpointSchema, DeliveryAttemptSchema]
   for (const schema of shared) app.addSchema(schema)

@@ -44,11 +44,19 @@ export const IdempotencyKeyField = Type.Optional(Type.String({
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 255 }) }, { additionalProperties: false })
 
 export const DEFAULT_PAGE = { limit: 10, offset: 0 } as const
+/**
+ * The largest offset a list takes: 10^9 fits a 32-bit signed integer, so no driver or dialect
+ * (SQLite, PostgreSQL int4 or int8) can overflow on it, and is far past any page a client reads.
+ */
+export const MAX_OFFSET = 1_000_000_000
 
-/** The list rules of contract section 1, shared by every list route. */
+/**
+ * The list rules of contract section 1, shared by every list route. Query-string integers must be
+ * plain decimal digits (`offset=1e3`, `limit=+5`, `limit=1.0` are refused): src/http/text-guard.ts.
+ */
 export const PageQuery = {
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: DEFAULT_PAGE.limit, description: 'Items per page, 1..100 (default 10)' })),
-  offset: Type.Optional(Type.Integer({ minimum: 0, default: DEFAULT_PAGE.offset, description: 'Items to skip, >= 0 (default 0)' })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: DEFAULT_PAGE.limit, description: 'Items per page, 1..100 in plain digits (default 10)' })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_OFFSET, default: DEFAULT_PAGE.offset, description: 'Items to skip, 0..1000000000 in plain digits (default 0)' })),
 }
 
 /** The page a list request asked for, defaults applied. */

@@ -1,0 +1,110 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { errors, type FieldError } from './errors.js'
+
+/**
+ * Rules for the text a client sends that no route schema states, checked in one place before schema
+ * validation and before anything reaches a service or the database:
+ *
+ * - No NUL character (U+0000, `%00` in a URL, `\u0000` in JSON) in any path parameter, query-string
+ *   name or value, or JSON body string or object key, at any depth. PostgreSQL cannot store it in
+ *   text and fails the statement; SQLite would store it. Refused alike on both stores.
+ * - An integer in the path or the query string (a schema property of type `integer`) is written in
+ *   plain decimal digits with an optional leading `-`, no leading zeros, and no more than 15 digits:
+ *   `25`, never `2.5e1`, `25.0`, `+25`, ` 25`, `0x19`, `025` or `Infinity`. The query-string
+ *   validator coerces text to numbers (Ajv `coerceTypes`) and would accept all of those; the range
+ *   is the schema's `minimum` / `maximum`, checked by the validator afterwards.
+ *
+ * Each broken rule is a 400 `parameter_invalid` naming the parameter, in the usual envelope.
+ */
+
+/** Stops a body full of NULs from producing an answer as large as the body. */
+const MAX_REPORTED = 50
+/** 15 digits stay below 2^53, so Number() of the text is the exact integer that was written. */
+const PLAIN_INTEGER = /^(?:0|-?[1-9][0-9]{0,14})$/
+
+type Part = 'params' | 'querystring'
+interface PartSchema { properties?: Record<string, { type?: unknown, minimum?: unknown, maximum?: unknown }> }
+
+/** The integer-typed members of a route's params or querystring schema, with their message. */
+const integerMembers = new WeakMap<object, Map<string, string>>()
+
+function integersOf(schema: unknown): Map<string, string> {
+  if (schema === null || typeof schema !== 'object') return new Map()
+  let found = integerMembers.get(schema)
+  if (found) return found
+  found = new Map()
+  for (const [name, member] of Object.entries((schema as PartSchema).properties ?? {})) {
+    if (member?.type !== 'integer') continue
+    const range = typeof member.minimum === 'number' && typeof member.maximum === 'number'
+      ? ` from ${member.minimum} to ${member.maximum}`
+      : ''
+    found.set(name, `${name} must be an integer${range} written in plain decimal digits (no exponent, decimal point, plus sign, spaces or leading zeros)`)
+  }
+  integerMembers.set(schema, found)
+  return found
+}
+
+const hasNul = (text: string) => text.includes('\u0000')
+const nulMessage = (subject: string) => `${subject} must not contain the NUL character (U+0000)`
+
+/** Path parameters and query-string members: one level of names, each a string or strings. */
+function checkText(part: Part, values: unknown, schema: unknown, out: FieldError[]): void {
+  if (values === null || typeof values !== 'object') return
+  const integers = integersOf(schema)
+  for (const [name, value] of Object.entries(values)) {
+    if (hasNul(name)) {
+      out.push({ param: name, code: 'parameter_invalid', message: nulMessage(`${part === 'params' ? 'Path' : 'Query'} parameter names`) })
+      continue
+    }
+    const texts = Array.isArray(value) ? value : [value]
+    if (texts.some((text) => typeof text === 'string' && hasNul(text))) {
+      out.push({ param: name, code: 'parameter_invalid', message: nulMessage(name) })
+      continue
+    }
+    // Repeated members (`?offset=1&offset=2`) are left to the schema, which wants one value.
+    const message = integers.get(name)
+    if (message !== undefined && typeof value === 'string' && !PLAIN_INTEGER.test(value)) {
+      out.push({ param: name, code: 'parameter_invalid', message })
+    }
+  }
+}
+
+/** Every string and key of a JSON body, walked without recursion (bodies may nest deeply). */
+function checkBody(body: unknown, out: FieldError[]): void {
+  const stack: Array<{ value: unknown, path: string }> = [{ value: body, path: '' }]
+  const join = (base: string, name: string) => (base ? `${base}.${name}` : name)
+  while (stack.length > 0 && out.length < MAX_REPORTED) {
+    const { value, path } = stack.pop()!
+    if (typeof value === 'string') {
+      if (hasNul(value)) out.push({ param: path, code: 'parameter_invalid', message: nulMessage(path || 'Request body') })
+    } else if (Array.isArray(value)) {
+      for (let i = value.length - 1; i >= 0; i--) stack.push({ value: value[i], path: join(path, String(i)) })
+    } else if (value !== null && typeof value === 'object') {
+      const entries = Object.entries(value)
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [key, member] = entries[i]!
+        const param = join(path, key)
+        if (hasNul(key)) out.push({ param, code: 'parameter_invalid', message: nulMessage(`${path || 'Request body'} keys`) })
+        else stack.push({ value: member, path: param })
+      }
+    }
+  }
+}
+
+export function textErrors(request: FastifyRequest): FieldError[] {
+  const schema = request.routeOptions.schema
+  const out: FieldError[] = []
+  checkText('params', request.params, schema?.params, out)
+  checkText('querystring', request.query, schema?.querystring, out)
+  checkBody(request.body, out)
+  return out.slice(0, MAX_REPORTED)
+}
+
+/** The guard as a preValidation hook on every route (unknown routes keep their 404). */
+export function registerTextGuard(app: FastifyInstance): void {
+  app.addHook('preValidation', (request, _reply, done) => {
+    if (request.is404) return done()
+    const found = textErrors(request)
+    done(found.length > 0 ? errors.validation(found) : undefined)
+  })
+}
