@@ -5,6 +5,7 @@ import type { Database } from './db/database.js'
 import { authenticate } from './http/auth.js'
 import { type Lifecycle, registerDraining } from './http/draining.js'
 import { BODY_LIMIT_BYTES, registerErrorHandling } from './http/error-handler.js'
+import { clientErrorHandler, frameworkErrorHandler, MAX_PARAM_LENGTH } from './http/client-errors.js'
 import { registerJsonParser } from './http/json-parser.js'
 import { createMetrics, type Metrics, registerMetrics } from './http/metrics.js'
 import { registerOpenApi } from './http/openapi.js'
@@ -62,6 +63,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // just before the listener closed, before its request could arrive.
     return503OnClosing: false,
     forceCloseConnections: false,
+    // Requests that fail before any route still get the envelope (http/client-errors.ts).
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    frameworkErrors: frameworkErrorHandler,
+    clientErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   registerValidators(app)

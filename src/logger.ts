@@ -1,4 +1,4 @@
-import pino, { type Logger } from 'pino'
+import pino, { type Logger, type LoggerOptions } from 'pino'
 import type { Config } from './config.js'
 
 /**
@@ -7,16 +7,86 @@ import type { Config } from './config.js'
  */
 export const REDACT_PATHS = [
   'req.headers.authorization', 'headers.authorization', 'authorization',
+  'req.headers.cookie', 'headers.cookie', '*.cookie',
   'key', 'key_hash', 'secret', '*.key', '*.key_hash', '*.secret', '*.authorization',
+  'rawPacket', '*.rawPacket',
 ]
+
+/**
+ * Members of an error that hold the bytes a client sent: Node's HTTP parser puts the whole raw
+ * request (headers included, so `Authorization: Bearer sk_…`) in `rawPacket`.
+ */
+const BYTE_MEMBERS = new Set(['rawPacket', 'data', 'buffer', 'body', 'headers', 'config', 'request', 'response'])
+
+const isBytes = (value: unknown): boolean =>
+  Buffer.isBuffer(value) || ArrayBuffer.isView(value) || value instanceof ArrayBuffer ||
+  (typeof value === 'object' && value !== null && (value as { type?: unknown }).type === 'Buffer' && Array.isArray((value as { data?: unknown }).data))
+
+/**
+ * PostgreSQL's `detail` holds the values of a violated key (`Key (key_hash)=(…) already exists.`) or a
+ * whole failing row (`Failing row contains (…).`): the values go, the column names stay.
+ */
+const scrubDetail = (detail: string): string =>
+  detail.replace(/=\(.*\)/s, '=([redacted])').replace(/contains \(.*\)/s, 'contains ([redacted])')
+
+/**
+ * pino's error serializer, minus everything that can carry request bytes or stored secrets: raw
+ * packets and any other binary member, request/response objects an HTTP client may attach, and the
+ * values in a database error's detail. Causes and aggregated errors go through the same filter.
+ */
+export function serializeError(error: unknown): unknown {
+  if (typeof error !== 'object' || error === null) return error
+  const serialized = pino.stdSerializers.err(error as Error) as unknown
+  return typeof serialized === 'object' && serialized !== null ? clean(serialized as Record<string, unknown>, 0) : serialized
+}
+
+function clean(serialized: Record<string, unknown>, depth: number): Record<string, unknown> {
+  const out: Record<string, unknown> = {}
+  for (const [name, value] of Object.entries(serialized)) {
+    if (isBytes(value)) continue
+    if (BYTE_MEMBERS.has(name) && typeof value === 'object' && value !== null) continue
+    if (name === 'detail' && typeof value === 'string') {
+      out[name] = scrubDetail(value)
+    } else if ((name === 'cause' || name === 'aggregateErrors') && depth < 5) {
+      out[name] = Array.isArray(value)
+        ? value.map((v) => (typeof v === 'object' && v !== null ? clean(v as Record<string, unknown>, depth + 1) : v))
+        : typeof value === 'object' && value !== null ? clean(value as Record<string, unknown>, depth + 1) : value
+    } else {
+      out[name] = value
+    }
+  }
+  return out
+}
+
+/**
+ * The last net, on the finished line: anything shaped like one of our secrets (API keys, webhook
+ * secrets) or like a serialized Buffer is replaced before the line is written. The test is one
+ * regular expression over a short line; lines without a match are written as they are.
+ */
+const SECRET_SHAPES = /\b(?:sk|rk)_[0-9A-Za-z]{16,}|\bwhsec_[0-9A-Za-z+/=]{16,}|\{"type":"Buffer","data":\[[0-9,]*\]\}/g
+
+export function scrubLine(line: string): string {
+  SECRET_SHAPES.lastIndex = 0
+  if (!SECRET_SHAPES.test(line)) return line
+  return line.replace(SECRET_SHAPES, (match) => (match.startsWith('{') ? '"[redacted bytes]"' : '[redacted]'))
+}
+
+/** The options every Wishpay logger is built with; tests build loggers on their own streams with them. */
+export function loggerOptions(config: Pick<Config, 'logLevel'>): LoggerOptions {
+  return {
+    level: config.logLevel,
+    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    serializers: { err: serializeError, error: serializeError },
+    hooks: { streamWrite: scrubLine },
+    base: { service: 'wishpay' },
+    timestamp: pino.stdTimeFunctions.isoTime,
+  }
+}
 
 /** JSON lines, or pino-pretty's readable lines when stdout is a terminal. */
 export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
   return pino({
-    level: config.logLevel,
-    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
-    base: { service: 'wishpay' },
-    timestamp: pino.stdTimeFunctions.isoTime,
+    ...loggerOptions(config),
     ...(process.stdout.isTTY ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l' } } } : {}),
   })
 }

@@ -142,6 +142,30 @@ export const errors = {
     code: 'payload_too_large',
     message: `Request body is larger than ${limitBytes} bytes`,
   }),
+  /** The path is not valid percent-encoding (`/wishes/%zz`): nothing can be routed. */
+  invalidUrl: () => invalid('invalid_url', 'The request URL is not valid: a % must be followed by two hexadecimal digits'),
+  /** A path segment longer than any route accepts (http/client-errors.ts MAX_PARAM_LENGTH). */
+  uriTooLong: (limit: number) => new AppError({
+    status: 414,
+    type: 'invalid_request_error',
+    code: 'uri_too_long',
+    message: `The request URL has a path segment longer than ${limit} characters`,
+  }),
+  /** Answered on the socket by http/client-errors.ts: the request never reached a route. */
+  requestHeaderFieldsTooLarge: (limitBytes: number) => new AppError({
+    status: 431,
+    type: 'invalid_request_error',
+    code: 'request_header_fields_too_large',
+    message: `The request line and headers together are larger than ${limitBytes} bytes`,
+  }),
+  /** Not parseable as HTTP/1.1 (unknown method, bad Transfer-Encoding, bad header characters...). */
+  malformedRequest: (reason: string) => invalid('bad_request', `The request is not valid HTTP/1.1: ${reason}`),
+  requestTimeout: () => new AppError({
+    status: 408,
+    type: 'invalid_request_error',
+    code: 'request_timeout',
+    message: 'The request was not received in time',
+  }),
   unsupportedMediaType: (contentType: string | undefined) => new AppError({
     status: 415,
     type: 'invalid_request_error',
