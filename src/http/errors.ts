@@ -75,6 +75,8 @@ export const errors = {
     invalid('parameter_invalid', message, param, [{ param, code: 'parameter_invalid', message }]),
   invalidJson: (message = 'Request body is not valid JSON') => invalid('invalid_json', message),
   badRequest: (message: string) => invalid('parameter_invalid', message),
+  /** The account already has as many of these objects as it may; the message says how to free one. */
+  resourceLimitExceeded: (message: string) => invalid('resource_limit_exceeded', message),
 
   authenticationRequired: () => new AppError({
     status: 401,

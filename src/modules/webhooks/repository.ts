@@ -1,11 +1,27 @@
+import type { Transaction } from 'kysely'
 import type { Executor } from '../../db/database.js'
-import type { WebhookAttemptsTable, WebhookEndpointsTable } from '../../db/schema.js'
+import type { DatabaseSchema, WebhookAttemptsTable, WebhookEndpointsTable } from '../../db/schema.js'
 
 export type EndpointRow = WebhookEndpointsTable
 export type AttemptRow = WebhookAttemptsTable
 
 export async function insertEndpoint(db: Executor, row: EndpointRow): Promise<void> {
   await db.insertInto('webhook_endpoints').values(row).execute()
+}
+
+/**
+ * Inserts the endpoint unless its account already has `limit` endpoints; false when it has. The
+ * account's row is locked first by an update that changes nothing, so concurrent creates of one account
+ * run one after the other and none counts before another's insert commits: on PostgreSQL the update
+ * takes the row's FOR NO KEY UPDATE lock (which, unlike FOR UPDATE, does not wait for the foreign-key
+ * checks of the account's other inserts); on SQLite it takes the database's write lock before the
+ * count is read, so another process cannot write in between either.
+ */
+export async function insertEndpointWithinLimit(trx: Transaction<DatabaseSchema>, row: EndpointRow, limit: number): Promise<boolean> {
+  await trx.updateTable('accounts').set((eb) => ({ created_at: eb.ref('created_at') })).where('id', '=', row.account_id).execute()
+  if ((await countEndpoints(trx, row.account_id)) >= limit) return false
+  await insertEndpoint(trx, row)
+  return true
 }
 
 export function findEndpoint(db: Executor, accountId: string, id: string): Promise<EndpointRow | undefined> {

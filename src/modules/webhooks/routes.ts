@@ -5,7 +5,7 @@ import {
   CreatedWebhookEndpointSchema, CreateWebhookEndpointBody, DeliveryAttemptList, ListWebhookEndpointsQuery,
   UpdateWebhookEndpointBody, WebhookEndpointList, WebhookEndpointParams, WebhookEndpointRef,
 } from './schemas.js'
-import type { WebhookService } from './service.js'
+import { MAX_WEBHOOK_ENDPOINTS_PER_ACCOUNT, type WebhookService } from './service.js'
 
 const tags = ['Webhooks']
 
@@ -15,7 +15,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
     schema: {
       operationId: 'createWebhookEndpoint',
       summary: 'Create a webhook endpoint',
-      description: 'Events of the listed types (or all, with `["*"]`) are POSTed to `url`, signed per Standard Webhooks v1 with the `secret` returned here and nowhere else. Private, loopback, link-local and multicast targets are refused unless WEBHOOK_ALLOW_PRIVATE is set.',
+      description: `Events of the listed types (or all, with \`["*"]\`) are POSTed to \`url\`, signed per Standard Webhooks v1 with the \`secret\` returned here and nowhere else. Private, loopback, link-local and multicast targets are refused unless WEBHOOK_ALLOW_PRIVATE is set. An account may have at most ${MAX_WEBHOOK_ENDPOINTS_PER_ACCOUNT} endpoints: one more is a 400 \`resource_limit_exceeded\`.`,
       tags,
       body: CreateWebhookEndpointBody,
       response: { 201: Type.Object({ data: Type.Ref(CreatedWebhookEndpointSchema.$id!) }, { description: 'The endpoint, with its secret' }), ...writeErrors() },

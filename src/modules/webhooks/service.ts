@@ -41,6 +41,13 @@ function toAttempt(row: repo.AttemptRow): DeliveryAttempt {
   }
 }
 
+/**
+ * The most webhook endpoints one account may have, enabled or not (Stripe's limit too). Every event
+ * of the account is written with a delivery job per subscribed endpoint, in the transaction of the
+ * request that made it, so this bounds the work one request can cause.
+ */
+export const MAX_WEBHOOK_ENDPOINTS_PER_ACCOUNT = 16
+
 /** Standard Webhooks secrets: whsec_ plus base64 of 24 random bytes. */
 function newSecret(): string {
   return `whsec_${randomBytes(24).toString('base64')}`
@@ -77,7 +84,12 @@ export function createWebhookService(deps: { db: Database, clock: Clock, config:
         created_at: now,
         updated_at: now,
       }
-      await inTransaction(db, ctx, (trx) => repo.insertEndpoint(trx, row))
+      await inTransaction(db, ctx, async (trx) => {
+        if (!(await repo.insertEndpointWithinLimit(trx, row, MAX_WEBHOOK_ENDPOINTS_PER_ACCOUNT))) {
+          throw errors.resourceLimitExceeded(`An account may have at most ${MAX_WEBHOOK_ENDPOINTS_PER_ACCOUNT} webhook endpoints, `
+            + 'enabled or disabled; delete one you no longer need (DELETE /webhook_endpoints/:id) before creating another')
+        }
+      })
       return { ...toEndpoint(row), secret: row.secret }
     },
 
