@@ -32,28 +32,26 @@ const scrubDetail = (detail: string): string =>
 /**
  * pino's error serializer, minus everything that can carry request bytes or stored secrets: raw
  * packets and any other binary member, request/response objects an HTTP client may attach, and the
- * values in a database error's detail. Causes and aggregated errors go through the same filter.
+ * values in a database error's detail. Nested errors (aggregated, in arrays) go through the same
+ * filter; nesting is cut at a few levels.
  */
 export function serializeError(error: unknown): unknown {
-  if (typeof error !== 'object' || error === null) return error
-  const serialized = pino.stdSerializers.err(error as Error) as unknown
-  return typeof serialized === 'object' && serialized !== null ? clean(serialized as Record<string, unknown>, 0) : serialized
+  return sanitize(error, 0)
 }
 
-function clean(serialized: Record<string, unknown>, depth: number): Record<string, unknown> {
+const MAX_DEPTH = 5
+
+function sanitize(value: unknown, depth: number): unknown {
+  if (typeof value !== 'object' || value === null) return value
+  if (isBytes(value)) return '[redacted bytes]'
+  if (depth > MAX_DEPTH) return '[truncated]'
+  if (Array.isArray(value)) return value.map((item) => sanitize(item, depth + 1))
+  const source = value instanceof Error ? pino.stdSerializers.err(value) as unknown as Record<string, unknown> : value as Record<string, unknown>
   const out: Record<string, unknown> = {}
-  for (const [name, value] of Object.entries(serialized)) {
-    if (isBytes(value)) continue
-    if (BYTE_MEMBERS.has(name) && typeof value === 'object' && value !== null) continue
-    if (name === 'detail' && typeof value === 'string') {
-      out[name] = scrubDetail(value)
-    } else if ((name === 'cause' || name === 'aggregateErrors') && depth < 5) {
-      out[name] = Array.isArray(value)
-        ? value.map((v) => (typeof v === 'object' && v !== null ? clean(v as Record<string, unknown>, depth + 1) : v))
-        : typeof value === 'object' && value !== null ? clean(value as Record<string, unknown>, depth + 1) : value
-    } else {
-      out[name] = value
-    }
+  for (const [name, member] of Object.entries(source)) {
+    if (isBytes(member)) continue
+    if (BYTE_MEMBERS.has(name) && typeof member === 'object' && member !== null) continue
+    out[name] = name === 'detail' && typeof member === 'string' ? scrubDetail(member) : sanitize(member, depth + 1)
   }
   return out
 }
