@@ -2,7 +2,7 @@ import type { Database } from '../db/database.js'
 import { type Clock, toTimestamp } from '../lib/clock.js'
 import { recordEvent } from '../modules/events/outbox.js'
 import * as mandates from '../modules/mandates/repository.js'
-import { toMandate } from '../modules/mandates/service.js'
+import { revokeMandatesOfWishes, toMandate } from '../modules/mandates/service.js'
 import { adjustWishCounts, type CountChanges } from '../modules/wishes/counts.js'
 import * as wishes from '../modules/wishes/repository.js'
 import { toWish } from '../modules/wishes/service.js'
@@ -12,9 +12,9 @@ const BATCH = 200
 
 /**
  * Stores `expired` on wishes and mandates whose time has passed, with their events (a wish's is
- * wish.updated: the contract has no wish.expired). Readers already see them expired; this makes the
- * status and the event stream agree. The update is conditional, so processes sweeping at once never
- * expire, or announce, one object twice.
+ * wish.updated: the contract has no wish.expired), and revokes any mandate still active on a lapsed
+ * wish. Readers already see them expired; this makes the status and the event stream agree. The
+ * updates are conditional, so processes sweeping at once never expire, or announce, one object twice.
  */
 export function expirySweep(deps: { db: Database, clock: Clock }, everyMs = 1000): PeriodicTask {
   const { db, clock } = deps
@@ -38,6 +38,13 @@ export function expirySweep(deps: { db: Database, clock: Clock }, everyMs = 1000
           for (const accountId of [...moved.keys()].sort()) await adjustWishCounts(trx, accountId, moved.get(accountId)!)
           for (const row of lapsedWishes) {
             await recordEvent(trx, { accountId: row.account_id, type: 'wish.updated', object: toWish(row, now), requestId: null, createdAt: now })
+          }
+          // A lapsed wish takes its mandates with it, as a cancelled one does. A mandate made since
+          // mandates were capped at their wish's deadline has lapsed with it and is expired below
+          // instead; this catches those that outlived their wish (older data).
+          for (const accountId of [...moved.keys()].sort()) {
+            const ids = lapsedWishes.filter((row) => row.account_id === accountId).map((row) => row.id)
+            await revokeMandatesOfWishes(trx, accountId, ids, null, now)
           }
           const lapsedMandates = await mandates.expireDue(trx, now, BATCH)
           for (const row of lapsedMandates) {

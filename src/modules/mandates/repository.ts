@@ -76,6 +76,33 @@ export function revoke(trx: Executor, accountId: string, id: string, now: string
     .returningAll().executeTakeFirst()
 }
 
+/**
+ * Revokes every active, unexpired mandate of the given wishes (one wish's when it became final or was
+ * deleted, or one account's lapsed wishes in the expiry sweep); returns them. The same conditional update
+ * as revoke(), so a payment's hold and this never both win: whichever takes the mandate's row first
+ * decides, and a later hold finds it revoked.
+ */
+export function revokeForWishes(trx: Executor, accountId: string, wishIds: string[], now: string): Promise<MandateRow[]> {
+  if (wishIds.length === 0) return Promise.resolve([])
+  return trx.updateTable('mandates').set({ status: 'revoked', revoked_at: now, updated_at: now })
+    .where('account_id', '=', accountId).where('wish_id', 'in', wishIds)
+    .where('status', '=', 'active').where('expires_at', '>', now)
+    .returningAll().execute()
+}
+
+/**
+ * Brings the deadline of a wish's active mandates forward to the wish's own, so that no mandate
+ * outlives its wish (docs/decisions.md): a payment after the wish lapses is refused by the hold's
+ * `expires_at` term even before the expiry sweep stores the wish as expired. Returns how many moved.
+ */
+export async function capExpiryForWish(trx: Executor, accountId: string, wishId: string, expiresAt: string, now: string): Promise<number> {
+  const result = await trx.updateTable('mandates').set({ expires_at: expiresAt, updated_at: now })
+    .where('account_id', '=', accountId).where('wish_id', '=', wishId)
+    .where('status', '=', 'active').where('expires_at', '>', expiresAt)
+    .executeTakeFirst()
+  return Number(result.numUpdatedRows)
+}
+
 /** Stores `expired` on up to `limit` active mandates past their time; returns them. */
 export function expireDue(trx: Executor, now: string, limit: number): Promise<MandateRow[]> {
   return trx.updateTable('mandates').set({ status: 'expired', updated_at: now })

@@ -1,4 +1,4 @@
-import type { Database } from '../../db/database.js'
+import type { Database, Executor } from '../../db/database.js'
 import { inTransaction } from '../../db/transaction.js'
 import { errors, FieldErrors } from '../../http/errors.js'
 import { pageOf } from '../../http/schemas.js'
@@ -6,8 +6,8 @@ import { type Clock, toTimestamp } from '../../lib/clock.js'
 import { toMinorUnits } from '../../lib/currency.js'
 import { newId } from '../../lib/ids.js'
 import type { RequestContext } from '../../lib/request-context.js'
-import { recordEvent } from '../events/outbox.js'
-import { findWish } from '../wishes/repository.js'
+import { recordEvent, recordEvents } from '../events/outbox.js'
+import { findWishForUpdate } from '../wishes/repository.js'
 import { effectiveStatus as wishStatus, isTerminal, type WishStatus } from '../wishes/transitions.js'
 import * as repo from './repository.js'
 import { effectiveMandateStatus } from './rules.js'
@@ -34,16 +34,27 @@ export function toMandate(row: repo.MandateRow, now: string): Mandate {
   }
 }
 
+/**
+ * Revokes the active mandates of wishes that became final (cancelled, fulfilled, expired) or were
+ * deleted, in the transaction that made the wish so, each with the mandate.revoked event the revoke
+ * route writes. Every later payment on them is refused (mandate_revoked) by the hold's own condition.
+ */
+export async function revokeMandatesOfWishes(trx: Executor, accountId: string, wishIds: string[], requestId: string | null, now: string): Promise<Mandate[]> {
+  const rows = await repo.revokeForWishes(trx, accountId, wishIds, now)
+  if (rows.length === 0) return []
+  const revoked = rows.sort((a, b) => (a.id < b.id ? -1 : 1)).map((row) => toMandate(row, now))
+  await recordEvents(trx, revoked.map((mandate) => ({ accountId, type: 'mandate.revoked' as const, object: mandate, requestId, createdAt: now })))
+  return revoked
+}
+
 export function createMandateService(deps: { db: Database, clock: Clock }) {
   const { db, clock } = deps
 
   return {
     async create(ctx: RequestContext, input: CreateMandateInput): Promise<Mandate> {
-      const nowDate = clock.now()
-      const now = toTimestamp(nowDate)
       const problems = new FieldErrors()
       const expiresAt = new Date(input.expires_at)
-      if (!(expiresAt > nowDate)) problems.invalid('expires_at', 'expires_at must be in the future')
+      if (!(expiresAt > clock.now())) problems.invalid('expires_at', 'expires_at must be in the future')
       const notBefore = input.not_before ? new Date(input.not_before) : null
       if (notBefore && !(notBefore < expiresAt)) problems.invalid('not_before', 'not_before must be before expires_at')
       problems.throwIfAny()
@@ -51,8 +62,14 @@ export function createMandateService(deps: { db: Database, clock: Clock }) {
       return inTransaction(db, ctx, async (trx) => {
         let currency = input.currency
         const budgetAmount = input.budget_amount ?? input.max_amount
+        let deadline = toTimestamp(expiresAt)
+        // The wish is locked until commit: a cancel, delete or budget cut waits for this mandate and
+        // then revokes it (or sees its budget), and this check sees the wish as last committed.
+        const wish = input.wish_id === undefined ? undefined : await findWishForUpdate(trx, db.dialect, ctx.accountId, input.wish_id)
+        // Time is read once the wish is locked, so that timestamps follow the order the lock imposes.
+        const nowDate = clock.now()
+        const now = toTimestamp(nowDate)
         if (input.wish_id !== undefined) {
-          const wish = await findWish(trx, ctx.accountId, input.wish_id)
           const status = wish ? wishStatus(wish.status as WishStatus, wish.expires_at, now) : undefined
           if (!wish || isTerminal(status!)) {
             throw errors.payment('wish_not_usable', wish ? `The wish is ${status}` : `No such wish: '${input.wish_id}'`, 'wish_id')
@@ -71,6 +88,13 @@ export function createMandateService(deps: { db: Database, clock: Clock }) {
                 'budget_amount')
             }
           }
+          // A mandate never outlives its wish (docs/decisions.md): its deadline is the earlier of the two.
+          if (wish.expires_at !== null && wish.expires_at < deadline) {
+            deadline = wish.expires_at
+            if (notBefore && !(toTimestamp(notBefore) < deadline)) {
+              throw errors.parameterInvalid('not_before', `not_before must be before the wish's expires_at (${deadline}), which is also the mandate's`)
+            }
+          }
         }
         const row: repo.MandateRow = {
           id: newId('mdt', nowDate),
@@ -84,7 +108,7 @@ export function createMandateService(deps: { db: Database, clock: Clock }) {
           amount_used: 0,
           usage: input.usage,
           uses_count: 0,
-          expires_at: toTimestamp(expiresAt),
+          expires_at: deadline,
           not_before: notBefore ? toTimestamp(notBefore) : null,
           metadata: JSON.stringify(input.metadata ?? {}),
           created_at: now,

@@ -8,6 +8,8 @@ import { newId } from '../../lib/ids.js'
 import type { RequestContext } from '../../lib/request-context.js'
 import { recordEvent } from '../events/outbox.js'
 import { inTransaction } from '../../db/transaction.js'
+import { capExpiryForWish as capMandateExpiry } from '../mandates/repository.js'
+import { revokeMandatesOfWishes } from '../mandates/service.js'
 import { adjustWishCounts, countWishes } from './counts.js'
 import * as repo from './repository.js'
 import type { CreateWishInput, ListWishesInput, UpdateWishInput, Wish } from './schemas.js'
@@ -129,18 +131,18 @@ export function createWishService(deps: WishServiceDeps) {
      * updated_at and writes no event. Terminal wishes accept metadata changes only.
      */
     async update(ctx: RequestContext, id: string, input: UpdateWishInput): Promise<Wish> {
-      const nowDate = clock.now()
-      const now = toTimestamp(nowDate)
       // Validate everything that does not depend on the stored wish before taking a lock.
       const problems = new FieldErrors()
       const query = input.query?.trim()
       const budget = input.budget !== undefined ? budgetColumns(input.budget, problems) : undefined
-      const expiresAt = input.expires_at !== undefined ? futureTimestamp(input.expires_at, nowDate, problems) : undefined
+      const expiresAt = input.expires_at !== undefined ? futureTimestamp(input.expires_at, clock.now(), problems) : undefined
       problems.throwIfAny()
 
       return inTransaction(db, ctx, async (trx) => {
         const row = await repo.findWishForUpdate(trx, db.dialect, ctx.accountId, id)
         if (!row) throw errors.resourceMissing('wish', id)
+        // Time is read once the wish is locked, so that timestamps follow the order the lock imposes.
+        const now = toTimestamp(clock.now())
         const current = effectiveStatus(row.status as WishStatus, row.expires_at, now)
         const changes: repo.WishChanges = {}
 
@@ -183,18 +185,26 @@ export function createWishService(deps: WishServiceDeps) {
         await repo.updateWish(trx, ctx.accountId, id, changes)
         if (updated.status !== row.status) await adjustWishCounts(trx, ctx.accountId, { [row.status]: -1, [updated.status]: 1 })
         await recordEvent(trx, { accountId: ctx.accountId, type: 'wish.updated', object: wish, requestId: ctx.requestId, createdAt: now })
+        if (updated.status !== row.status && isTerminal(updated.status as WishStatus)) {
+          // A final wish takes its mandates with it: no payment on them after this commits.
+          await revokeMandatesOfWishes(trx, ctx.accountId, [id], ctx.requestId, now)
+        } else if (changes.expires_at != null) {
+          // No mandate outlives its wish (docs/decisions.md).
+          await capMandateExpiry(trx, ctx.accountId, id, changes.expires_at, now)
+        }
         return wish
       })
     },
 
     async remove(ctx: RequestContext, id: string): Promise<void> {
-      const now = toTimestamp(clock.now())
       await inTransaction(db, ctx, async (trx) => {
         const row = await repo.findWishForUpdate(trx, db.dialect, ctx.accountId, id)
         if (!row) throw errors.resourceMissing('wish', id)
+        const now = toTimestamp(clock.now())
         await repo.deleteWish(trx, ctx.accountId, id)
         await adjustWishCounts(trx, ctx.accountId, { [row.status]: -1 })
         await recordEvent(trx, { accountId: ctx.accountId, type: 'wish.deleted', object: toWish(row, now), requestId: ctx.requestId, createdAt: now })
+        await revokeMandatesOfWishes(trx, ctx.accountId, [id], ctx.requestId, now)
       })
     },
   }
