@@ -4,7 +4,7 @@ import type { Database } from '../db/database.js'
 import { stats as queueStats } from '../jobs/queue.js'
 import type { Clock } from '../lib/clock.js'
 import { toTimestamp } from '../lib/clock.js'
-import { errors } from './errors.js'
+import { AppError } from './errors.js'
 
 export interface Metrics {
   registry: Registry
@@ -68,6 +68,21 @@ export function createMetrics(deps: { db: Database, clock: Clock }): Metrics {
   return { registry, webhookDelivery: (outcome) => webhookDeliveries.inc({ outcome }) }
 }
 
+/**
+ * 401 for /metrics: it takes the METRICS_TOKEN bearer token, never an API key, and says so. The code is
+ * the one for a missing or unusable credential (authentication_required), as the rest of the API uses.
+ */
+function metricsTokenRequired(sent: boolean): AppError {
+  const how = 'send the METRICS_TOKEN bearer token as "Authorization: Bearer <METRICS_TOKEN>" (API keys are not accepted here)'
+  return new AppError({
+    status: 401,
+    type: 'authentication_error',
+    code: 'authentication_required',
+    message: sent ? `The metrics token is not valid: ${how}` : `Authentication required: ${how}`,
+    headers: { 'WWW-Authenticate': 'Bearer realm="wishpay-metrics"' },
+  })
+}
+
 /** Request-duration histogram on every request, and GET /metrics (open, or behind METRICS_TOKEN). */
 export function registerMetrics(app: FastifyInstance, metrics: Metrics, token: string | undefined): void {
   const duration = new Histogram({
@@ -108,7 +123,7 @@ export function registerMetrics(app: FastifyInstance, metrics: Metrics, token: s
       },
     },
   }, async (request, reply) => {
-    if (token !== undefined && request.headers.authorization !== `Bearer ${token}`) throw errors.authenticationRequired()
+    if (token !== undefined && request.headers.authorization !== `Bearer ${token}`) throw metricsTokenRequired(request.headers.authorization !== undefined)
     const text = await metrics.registry.metrics()
     return reply.type(metrics.registry.contentType).send(text)
   })

@@ -63,6 +63,15 @@ function assertPrometheusText(res: Response): Sample[] {
   return parseSamples(res.raw)
 }
 
+/** A 401 of /metrics asks for the METRICS_TOKEN bearer token, not for an API key it would refuse. */
+function assertAsksForMetricsToken(res: Response): void {
+  assert.equal(res.body.error.code, 'authentication_required', res.raw)
+  assert.match(res.body.error.message, /METRICS_TOKEN bearer token/)
+  assert.match(res.body.error.message, /"Authorization: Bearer <METRICS_TOKEN>"/)
+  assert.doesNotMatch(res.body.error.message, /send your API key/)
+  assert.match(String(res.headers['www-authenticate']), /^Bearer realm="wishpay-metrics"$/)
+}
+
 for (const kind of storeKinds()) {
   describe(`GET /metrics, open (${kind.name})`, () => {
     let t: TestApp
@@ -135,6 +144,7 @@ for (const kind of storeKinds()) {
       const res = await t.inject({ method: 'GET', url: '/metrics' })
       assertError(res, 401, 'authentication_error', 'authentication_required')
       assert.doesNotMatch(res.raw, /wishpay_/)
+      assertAsksForMetricsToken(res)
     })
 
     test('a wrong token, another scheme or an API key is 401', async () => {
@@ -144,6 +154,8 @@ for (const kind of storeKinds()) {
         assert.equal(res.status, 401, `${authorization}: ${res.raw}`)
         assert.equal(res.body?.error?.type, 'authentication_error', res.raw)
         assert.doesNotMatch(res.raw, /wishpay_/)
+        assertAsksForMetricsToken(res)
+        assert.match(res.body.error.message, /^The metrics token is not valid/)
       }
     })
 
