@@ -69,9 +69,18 @@ function describe(param: string, error: ErrorObject): string {
 }
 
 /**
- * Turns Ajv's errors into the contract's field errors: one per parameter, the most specific first.
- * Union noise (anyOf, and the "must be null" branch of nullable members) is dropped when a more
- * precise error exists for the same value.
+ * The order field errors are listed in: unknown parameters, then missing ones, then invalid values;
+ * within each, the schema's order. A mistyped name is both an unknown parameter and the missing one it
+ * was meant to be, and the typo is the thing to fix, so it leads (and names the top-level code and
+ * message): `{ max_ammount: 5 }` lists `max_ammount` unknown before `max_amount` missing.
+ */
+const RANK: Record<string, number> = { parameter_unknown: 0, parameter_missing: 1 }
+const rank = (field: FieldError) => RANK[field.code] ?? 2
+
+/**
+ * Turns Ajv's errors into the contract's field errors: one per parameter, the most specific first,
+ * in RANK order. Union noise (anyOf, and the "must be null" branch of nullable members) is dropped
+ * when a more precise error exists for the same value.
  */
 export function toFieldErrors(validation: ErrorObject[], part: string | undefined): FieldError[] {
   const prefix = part === 'querystring' || part === 'params' || part === 'body' || part === undefined ? '' : `${part}.`
@@ -99,6 +108,7 @@ export function toFieldErrors(validation: ErrorObject[], part: string | undefine
     }
     if (!byParam.has(field.param)) byParam.set(field.param, field)
   }
-  const fields = [...byParam.values()]
+  // Array.prototype.sort is stable: the schema's order stays within each rank.
+  const fields = [...byParam.values()].sort((a, b) => rank(a) - rank(b))
   return fields.length > 0 ? fields : [{ param: prefix, code: 'parameter_invalid', message: 'Request is invalid' }]
 }
