@@ -54,7 +54,6 @@ interface ClientError extends Error {
 function clientAppError(error: ClientError): AppError {
   switch (error.code) {
     case 'HPE_HEADER_OVERFLOW': return errors.requestHeaderFieldsTooLarge(http.maxHeaderSize)
-    case 'HPE_CHUNK_EXTENSIONS_OVERFLOW': return errors.payloadTooLarge(http.maxHeaderSize)
     case 'ERR_HTTP_REQUEST_TIMEOUT': return errors.requestTimeout()
     default: {
       // llhttp's reasons are fixed phrases ("Invalid method encountered"), never request bytes.
