@@ -8,6 +8,9 @@ import { errors, type FieldError } from './errors.js'
  * - No NUL character (U+0000, `%00` in a URL, `\u0000` in JSON) in any path parameter, query-string
  *   name or value, or JSON body string or object key, at any depth. PostgreSQL cannot store it in
  *   text and fails the statement; SQLite would store it. Refused alike on both stores.
+ * - No lone UTF-16 surrogate (`\ud800` in JSON) in the same places: it is not Unicode text, each
+ *   driver would store it differently (one or three U+FFFD), and the object read back would differ
+ *   from the one created.
  * - An integer in the path or the query string (a schema property of type `integer`) is written in
  *   plain decimal digits with an optional leading `-`, no leading zeros, and no more than 15 digits:
  *   `25`, never `2.5e1`, `25.0`, `+25`, ` 25`, `0x19`, `025` or `Infinity`. The query-string
@@ -44,21 +47,28 @@ function integersOf(schema: unknown): Map<string, string> {
   return found
 }
 
-const hasNul = (text: string) => text.includes('\u0000')
-const nulMessage = (subject: string) => `${subject} must not contain the NUL character (U+0000)`
+const LONE_SURROGATE = /\p{Surrogate}/u
+/** Why a text is refused, or undefined: `subject` names what holds it. */
+function textProblem(text: string, subject: string): string | undefined {
+  if (text.includes('\u0000')) return `${subject} must not contain the NUL character (U+0000)`
+  if (LONE_SURROGATE.test(text)) return `${subject} must be well-formed Unicode (it holds a lone surrogate, such as \\ud800)`
+  return undefined
+}
 
 /** Path parameters and query-string members: one level of names, each a string or strings. */
 function checkText(part: Part, values: unknown, schema: unknown, out: FieldError[]): void {
   if (values === null || typeof values !== 'object') return
   const integers = integersOf(schema)
   for (const [name, value] of Object.entries(values)) {
-    if (hasNul(name)) {
-      out.push({ param: name, code: 'parameter_invalid', message: nulMessage(`${part === 'params' ? 'Path' : 'Query'} parameter names`) })
+    const badName = textProblem(name, `${part === 'params' ? 'Path' : 'Query'} parameter names`)
+    if (badName !== undefined) {
+      out.push({ param: name, code: 'parameter_invalid', message: badName })
       continue
     }
     const texts = Array.isArray(value) ? value : [value]
-    if (texts.some((text) => typeof text === 'string' && hasNul(text))) {
-      out.push({ param: name, code: 'parameter_invalid', message: nulMessage(name) })
+    const badValue = texts.map((text) => (typeof text === 'string' ? textProblem(text, name) : undefined)).find((m) => m !== undefined)
+    if (badValue !== undefined) {
+      out.push({ param: name, code: 'parameter_invalid', message: badValue })
       continue
     }
     // Repeated members (`?offset=1&offset=2`) are left to the schema, which wants one value.
@@ -76,7 +86,8 @@ function checkBody(body: unknown, out: FieldError[]): void {
   while (stack.length > 0 && out.length < MAX_REPORTED) {
     const { value, path } = stack.pop()!
     if (typeof value === 'string') {
-      if (hasNul(value)) out.push({ param: path, code: 'parameter_invalid', message: nulMessage(path || 'Request body') })
+      const problem = textProblem(value, path || 'Request body')
+      if (problem !== undefined) out.push({ param: path, code: 'parameter_invalid', message: problem })
     } else if (Array.isArray(value)) {
       for (let i = value.length - 1; i >= 0; i--) stack.push({ value: value[i], path: join(path, String(i)) })
     } else if (value !== null && typeof value === 'object') {
@@ -84,7 +95,8 @@ function checkBody(body: unknown, out: FieldError[]): void {
       for (let i = entries.length - 1; i >= 0; i--) {
         const [key, member] = entries[i]!
         const param = join(path, key)
-        if (hasNul(key)) out.push({ param, code: 'parameter_invalid', message: nulMessage(`${path || 'Request body'} keys`) })
+        const problem = textProblem(key, `${path || 'Request body'} keys`)
+        if (problem !== undefined) out.push({ param, code: 'parameter_invalid', message: problem })
         else stack.push({ value: member, path: param })
       }
     }

@@ -19,7 +19,7 @@ import { storeKinds } from '../helpers/stores.js'
  * both stores (src/http/text-guard.ts, PageQuery in src/http/schemas.ts):
  * - list `limit` / `offset` not written in plain digits, or out of range (`offset` 0..10^9);
  * - a NUL character in any path id, query filter, body string or metadata key, and in the
- *   Idempotency-Key header (with other control characters).
+ *   Idempotency-Key header (with other control characters); a lone surrogate in body text.
  * Random input over every route is in hostile-fuzz.test.ts, other accounts' objects in hostile-access.test.ts.
  */
 
@@ -223,8 +223,26 @@ for (const kind of storeKinds()) {
       assert.deepEqual(await counts(), before)
     })
 
-    test('text with other unusual characters still works (the guard refuses NUL only)', async () => {
-      const text = 'tab\there, bell\u0007, emoji \u{1F600}, RTL \u202e, zero-width \u200b'
+    test('a lone surrogate in a body string or key is refused on both stores (each would store it differently)', async () => {
+      const before = await counts()
+      const cases: Array<[string, string, Record<string, unknown>, string]> = [
+        ['POST', '/wishes', { query: 'a\ud800b' }, 'query'],
+        ['POST', '/wishes', { query: 'x', metadata: { 'k\udc00': 'v' } }, 'metadata.k\udc00'],
+        ['POST', '/wishes', { query: 'x', metadata: { k: '\ude00\ud83d' } }, 'metadata.k'],
+        ['PUT', `/wishes/${wishId}`, { category: '\udbff' }, 'category'],
+        ['POST', `/payments/${paymentId}/refunds`, { amount: 1, reason: '\ud800', idempotency_key: 'lone-refund' }, 'reason'],
+        ['PUT', `/webhook_endpoints/${endpointId}`, { description: 'x\udfff' }, 'description'],
+      ]
+      for (const [method, url, body, param] of cases) {
+        const res = await a.request(method as never, url, body)
+        assertInvalid(res, param)
+        assert.match(res.body.error.message, /well-formed Unicode/, res.raw)
+      }
+      assert.deepEqual(await counts(), before)
+    })
+
+    test('text with other unusual characters is kept as sent (only NUL and lone surrogates are refused)', async () => {
+      const text = 'tab\there, bell\u0007, emoji \u{1F600} \ud83d\ude00, RTL \u202e, zero-width \u200b, \uffff'
       const res = await a.request('POST', '/wishes', { query: text, category: 'x\u0001', metadata: { 'k\u0007': 'v\u0001' } })
       assert.equal(res.status, 201, res.raw)
       assert.equal(res.body.data.query, text)
