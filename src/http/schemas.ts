@@ -1,4 +1,5 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox'
+import { type AppError, errors, type ErrorType } from './errors.js'
 
 /** A string enum as a plain JSON Schema `enum` (clear validation messages, clean OpenAPI). */
 export function StringEnum<const T extends readonly string[]>(values: T, options: Record<string, unknown> = {}) {
@@ -70,12 +71,16 @@ export const ListMeta = Type.Object({
   offset: Type.Integer(),
 }, { additionalProperties: false })
 
+/** The codes a field error (`error.errors[]`) can carry: src/http/validation.ts and FieldErrors. */
+export const FIELD_ERROR_CODES = ['parameter_missing', 'parameter_invalid', 'parameter_unknown'] as const
+
 export const FieldErrorSchema = Type.Object({
-  param: Type.String(),
-  code: Type.String(),
+  param: Type.String({ description: 'The parameter, dotted for nested members (budget.max)' }),
+  code: StringEnum(FIELD_ERROR_CODES),
   message: Type.String(),
 })
 
+/** The envelope of every error (contract section 2); each status narrows `type` and `code` (Error400...). */
 export const ErrorResponse = Type.Object({
   error: Type.Object({
     type: Type.String({ description: 'Error category, e.g. invalid_request_error' }),
@@ -88,41 +93,191 @@ export const ErrorResponse = Type.Object({
 }, {
   $id: 'Error',
   title: 'Error',
-  examples: [{
-    error: {
-      type: 'invalid_request_error',
-      code: 'parameter_invalid',
-      message: 'budget.max must be >= 0',
-      param: 'budget.max',
-      errors: [{ param: 'budget.max', code: 'parameter_invalid', message: 'budget.max must be >= 0' }],
-      request_id: 'req_01jf3v7k8m2n4p6q8r0s2t4v6w',
-    },
-  }],
+  description: 'The one error envelope. Each status has its own schema (Error400, Error401, ...) listing the type and codes it can carry.',
+  examples: [exampleOf(errors.invalidApiKey())],
 })
 
-const ERROR_DESCRIPTIONS: Record<number, string> = {
-  400: 'Invalid request: parameter_missing, parameter_invalid, parameter_unknown or invalid_json',
-  401: 'Missing (authentication_required) or invalid (invalid_api_key) API key',
-  403: 'The key may not do this (insufficient_scope)',
-  404: 'No such object in your account (resource_missing)',
-  409: 'Conflict: invalid_state_transition, or idempotency_key_in_use (retry after Retry-After seconds)',
-  422: 'Refused: idempotency_key_reused (idempotency_error), or a mandate or payment rule (payment_error)',
-  413: 'Request body over 1 MiB (payload_too_large)',
-  415: 'Content-Type is not application/json (unsupported_media_type)',
-  429: 'Too many requests with this key (rate_limited); retry after Retry-After seconds',
-  500: 'Internal error (internal_error)',
-  503: 'Database unavailable (service_unavailable); retry after Retry-After seconds',
+/** Codes of 422 `payment_error`: mandate and payment rules (contract section 6). */
+export const PAYMENT_ERROR_CODES = [
+  // POST /payments, checked in this order (src/modules/mandates/rules.ts)
+  'mandate_not_found', 'mandate_revoked', 'mandate_expired', 'mandate_not_yet_valid', 'mandate_consumed',
+  'currency_mismatch', 'amount_exceeds_mandate', 'mandate_budget_exceeded',
+  // POST /mandates with a wish_id
+  'wish_not_usable', 'protocol_mismatch', 'wish_budget_exceeded',
+  // POST /payments/{id}/refunds
+  'payment_not_refundable', 'refund_exceeds_payment',
+] as const
+
+interface ErrorStatus {
+  /** What the status means here, the start of the response's description. */
+  summary: string
+  types: readonly ErrorType[]
+  codes: readonly string[]
+  /** One realistic answer, made by the factory that makes the real ones. */
+  example: AppError
 }
 
-/** The error responses a route can give, all in the one envelope. */
+/**
+ * Every error status the API answers with, the types and codes each can carry, and one example. The
+ * per-status schemas (Error400, ...) and every route's error responses are made from this table;
+ * test/api/error-catalogue.test.ts checks it against src/http/errors.ts and the services.
+ */
+export const ERROR_STATUSES: Record<number, ErrorStatus> = {
+  400: {
+    summary: 'Invalid request',
+    types: ['invalid_request_error'],
+    codes: ['parameter_missing', 'parameter_invalid', 'parameter_unknown', 'invalid_json', 'idempotency_key_mismatch', 'invalid_url', 'bad_request'],
+    example: errors.validation([{ param: 'amount', code: 'parameter_missing', message: 'amount is required' }]),
+  },
+  401: {
+    summary: 'No API key (authentication_required), or an unknown or revoked one (invalid_api_key); with WWW-Authenticate',
+    types: ['authentication_error'],
+    codes: ['authentication_required', 'invalid_api_key'],
+    example: errors.authenticationRequired(),
+  },
+  403: {
+    summary: 'A read-only key (rk_) on a write',
+    types: ['permission_error'],
+    codes: ['insufficient_scope'],
+    example: errors.insufficientScope(),
+  },
+  404: {
+    summary: 'No such object in your account',
+    types: ['invalid_request_error'],
+    codes: ['resource_missing'],
+    example: errors.resourceMissing('mandate', 'mdt_01jf3v7k8m2n4p6q8r0s2t4v6w'),
+  },
+  408: {
+    summary: 'The request was not received in time (answered on the connection, before any route)',
+    types: ['invalid_request_error'],
+    codes: ['request_timeout'],
+    example: errors.requestTimeout(),
+  },
+  409: {
+    summary: 'Conflict: the object is not in a state that allows this, or a request with this idempotency key is still running (retry after Retry-After seconds)',
+    types: ['conflict_error'],
+    codes: ['invalid_state_transition', 'idempotency_key_in_use'],
+    example: errors.idempotencyKeyInUse(),
+  },
+  413: {
+    summary: 'Request body over 1 MiB',
+    types: ['invalid_request_error'],
+    codes: ['payload_too_large'],
+    example: errors.payloadTooLarge(1024 * 1024),
+  },
+  414: {
+    summary: 'A path segment is longer than any id',
+    types: ['invalid_request_error'],
+    codes: ['uri_too_long'],
+    example: errors.uriTooLong(1024),
+  },
+  415: {
+    summary: 'A body that is not application/json',
+    types: ['invalid_request_error'],
+    codes: ['unsupported_media_type'],
+    example: errors.unsupportedMediaType('text/plain'),
+  },
+  422: {
+    summary: 'Refused: the idempotency key was used for another request (idempotency_error), or a mandate or payment rule (payment_error)',
+    types: ['idempotency_error', 'payment_error'],
+    codes: ['idempotency_key_reused', ...PAYMENT_ERROR_CODES],
+    example: errors.payment('mandate_budget_exceeded', 'amount exceeds what is left of the mandate\'s budget (1000)', 'amount'),
+  },
+  429: {
+    summary: 'Too many requests with this key; retry after Retry-After seconds',
+    types: ['rate_limit_error'],
+    codes: ['rate_limited'],
+    example: errors.rateLimited(1),
+  },
+  431: {
+    summary: 'Request line and headers too large (answered on the connection, before any route)',
+    types: ['invalid_request_error'],
+    codes: ['request_header_fields_too_large'],
+    example: errors.requestHeaderFieldsTooLarge(16 * 1024),
+  },
+  500: {
+    summary: 'Internal error; nothing about it is disclosed',
+    types: ['api_error'],
+    codes: ['internal_error'],
+    example: errors.internal(),
+  },
+  503: {
+    summary: 'The database is unreachable or the server is shutting down; retry after Retry-After seconds',
+    types: ['api_error'],
+    codes: ['service_unavailable'],
+    example: errors.serviceUnavailable(),
+  },
+}
+
+/** The answer an AppError gets, as an example (the envelope of src/http/error-handler.ts). */
+function exampleOf(error: AppError) {
+  return {
+    error: {
+      type: error.type,
+      code: error.code,
+      message: error.message,
+      ...(error.param !== undefined ? { param: error.param } : {}),
+      ...(error.errors !== undefined ? { errors: error.errors } : {}),
+      request_id: 'req_01jf3v7k8m2n4p6q8r0s2t4v6w',
+    },
+  }
+}
+
+const errorSchemaId = (status: number) => `Error${status}`
+
+/** The Error envelope narrowed to the types and codes of one status; registered as a shared schema. */
+function errorSchemaOf(status: number, entry: ErrorStatus) {
+  return Type.Intersect([
+    Type.Ref(ErrorResponse.$id!),
+    // Open objects: this member only narrows two members of the envelope, which defines the rest.
+    Type.Object({
+      error: Type.Object({
+        type: StringEnum(entry.types),
+        code: StringEnum(entry.codes),
+      }, { additionalProperties: true }),
+    }, { additionalProperties: true }),
+  ], {
+    $id: errorSchemaId(status),
+    title: errorSchemaId(status),
+    description: `${status}: ${entry.summary}.`,
+    examples: [exampleOf(entry.example)],
+  })
+}
+
+/** The per-status error schemas; registered with the app before any route (src/http/openapi.ts). */
+export const ERROR_SCHEMAS: TSchema[] = Object.entries(ERROR_STATUSES).map(([status, entry]) => errorSchemaOf(Number(status), entry))
+
+/** The response description of an error status: its meaning and every code. */
+export function errorDescription(status: number): string {
+  const entry = ERROR_STATUSES[status]
+  if (!entry) throw new Error(`no error status ${status} in ERROR_STATUSES`)
+  return `${entry.summary}. Codes: ${entry.codes.join(', ')}.`
+}
+
+/** One error response of a route: the envelope narrowed to this status. */
+export const errorResponse = (status: number) => Type.Ref(errorSchemaId(status), { description: errorDescription(status) })
+
+/**
+ * The error responses a route can give, in the one envelope. Statuses every request can get (400,
+ * 408, 413, 431, 500, 503), 414 on routes with a path parameter, and those of the idempotency plugin
+ * are added to every route by src/http/openapi.ts; routes list their own.
+ */
 export function errorResponses(...statuses: number[]) {
   const out: Record<number, TSchema> = {}
-  for (const status of [...statuses, 500, 503]) {
-    out[status] = Type.Ref(ErrorResponse.$id!, { description: ERROR_DESCRIPTIONS[status] })
-  }
+  for (const status of statuses) out[status] = errorResponse(status)
   return out
 }
 
 /** Error statuses every authenticated route may answer, plus the route's own. */
 export const readErrors = (...extra: number[]) => errorResponses(400, 401, 429, ...extra)
 export const writeErrors = (...extra: number[]) => errorResponses(400, 401, 403, 413, 415, 429, ...extra)
+
+/**
+ * A member the validator fills in when it is absent (`default`): optional on the wire, so the
+ * OpenAPI document does not list it as required, and always present in the handler's type, since
+ * validation (useDefaults) put it there.
+ */
+export function Defaulted<T extends TSchema>(schema: T): T {
+  if (!('default' in schema)) throw new Error('Defaulted() needs a schema with a default')
+  return Type.Optional(schema) as unknown as T
+}

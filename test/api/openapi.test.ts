@@ -144,10 +144,9 @@ describe(`OpenAPI (${kind.name})`, () => {
     }
   })
 
-  test('error responses reference the Error component', () => {
-    const error = resolveRef(doc, ERROR_REF)
-    assert.ok(hasExample(doc, error), 'Error has no example')
-    const inner = error.properties?.error
+  test('each error status has its own schema: the envelope with type and code narrowed to enumerations, and its own example', () => {
+    const envelope = resolveRef(doc, ERROR_REF)
+    const inner = envelope.properties?.error
     assert.ok(inner, 'Error has no error member')
     for (const member of ['type', 'code', 'message', 'request_id']) {
       assert.ok(inner.properties?.[member], `Error lacks ${member}`)
@@ -155,6 +154,7 @@ describe(`OpenAPI (${kind.name})`, () => {
     }
     for (const member of ['param', 'errors']) assert.ok(inner.properties?.[member], `Error lacks ${member}`)
 
+    const messages = new Set<string>()
     let count = 0
     for (const { key, op } of operationsOf(doc)) {
       for (const [status, response] of Object.entries<any>(op.responses ?? {})) {
@@ -162,10 +162,121 @@ describe(`OpenAPI (${kind.name})`, () => {
         count++
         const resolved = response.$ref ? resolveRef(doc, response.$ref) : response
         assert.equal(typeof resolved.description, 'string', `${key} ${status}: description`)
-        assert.equal(resolved.content?.['application/json']?.schema?.$ref, ERROR_REF, `${key} ${status} does not use Error`)
+        const ref = resolved.content?.['application/json']?.schema?.$ref
+        assert.equal(ref, `#/components/schemas/Error${status}`, `${key} ${status} does not use Error${status}`)
       }
     }
     assert.ok(count > 0)
+
+    for (const [name, schema] of Object.entries<any>(doc.components.schemas)) {
+      const status = /^Error(\d{3})$/.exec(name)?.[1]
+      if (!status) continue
+      assert.ok(schema.allOf?.some((s: any) => s.$ref === ERROR_REF), `${name} is not the Error envelope`)
+      const narrowed = schema.allOf.find((s: any) => s.properties?.error)?.properties.error.properties
+      const types: string[] = narrowed?.type?.enum ?? []
+      const codes: string[] = narrowed?.code?.enum ?? []
+      assert.ok(types.length > 0 && codes.length > 0, `${name}: type and code are not enumerations`)
+      assert.equal(schema.examples?.length, 1, `${name}: one example`)
+      const example = schema.examples[0].error
+      assert.ok(types.includes(example.type), `${name}: example type ${example.type}`)
+      assert.ok(codes.includes(example.code), `${name}: example code ${example.code}`)
+      assert.match(example.request_id, /^req_[0-9a-z]+$/)
+      assert.ok(!messages.has(example.message), `${name}: the same example as another status`)
+      messages.add(example.message)
+    }
+    assert.ok(messages.size >= 10)
+  })
+
+  test('servers is relative: "Try it out" calls the server the document came from, on any port', () => {
+    assert.deepEqual(doc.servers.map((s: any) => s.url), ['/'])
+    assert.equal(new URL(doc.servers[0].url, 'http://127.0.0.1:4567/openapi.json').origin, 'http://127.0.0.1:4567')
+  })
+
+  test('a member or parameter with a default is never required, and a body that may be left out is not required', () => {
+    const visit = (where: string, schema: any): void => {
+      if (!schema || typeof schema !== 'object') return
+      if (schema.$ref) return
+      for (const [name, member] of Object.entries<any>(schema.properties ?? {})) {
+        if (member && 'default' in member) assert.ok(!schema.required?.includes(name), `${where}.${name} has a default and is required`)
+        visit(`${where}.${name}`, member)
+      }
+      for (const sub of [...(schema.anyOf ?? []), ...(schema.oneOf ?? []), ...(schema.allOf ?? [])]) visit(where, sub)
+      if (schema.items) visit(`${where}[]`, schema.items)
+    }
+    let optionalBodies = 0
+    for (const { key, op } of operationsOf(doc)) {
+      for (const parameter of op.parameters ?? []) {
+        const p = parameter.$ref ? resolveRef(doc, parameter.$ref) : parameter
+        if (p.schema && 'default' in p.schema) assert.equal(p.required, false, `${key} ${p.name} has a default and is required`)
+      }
+      if (!op.requestBody) continue
+      const schema = op.requestBody.content['application/json'].schema
+      visit(`${key} body`, schema)
+      // The app validates an absent POST or PUT body as {} (src/app.ts): it may be left out exactly
+      // when no member is required.
+      const needed = (schema.required ?? []).length > 0
+      assert.equal(op.requestBody.required, needed, `${key}: requestBody.required`)
+      if (!needed) optionalBodies++
+    }
+    assert.ok(optionalBodies >= 4, 'revoke, refunds and the two updates take an optional body')
+    const payment = doc.paths['/payments'].post.requestBody.content['application/json'].schema
+    assert.deepEqual([...payment.required].sort(), ['amount', 'mandate_id'])
+    const mandate = doc.paths['/mandates'].post.requestBody.content['application/json'].schema
+    assert.deepEqual([...mandate.required].sort(), ['expires_at', 'max_amount', 'protocol'])
+  })
+
+  test('every POST declares the Idempotency-Key header, 409 and 422; no other method does', () => {
+    for (const { key, method, op } of operationsOf(doc)) {
+      const names = (op.parameters ?? []).map((p: any) => (p.$ref ? resolveRef(doc, p.$ref) : p)).filter((p: any) => p.in === 'header').map((p: any) => p.name)
+      if (method !== 'post') {
+        assert.ok(!names.includes('Idempotency-Key'), `${key} declares Idempotency-Key`)
+        continue
+      }
+      assert.deepEqual(names, ['Idempotency-Key'], key)
+      for (const status of ['409', '422']) assert.ok(op.responses[status], `${key} does not declare ${status}`)
+      for (const status of ['201', '200', '404', '422']) {
+        if (op.responses[status]) assert.ok(op.responses[status].headers?.['Idempotent-Replayed'], `${key} ${status}: Idempotent-Replayed`)
+      }
+    }
+  })
+
+  test('every response declares its headers: Request-Id and API-Version always, Retry-After, WWW-Authenticate, RateLimit where sent', () => {
+    const header = (response: any, name: string) => {
+      const h = response.headers?.[name]
+      return h?.$ref ? resolveRef(doc, h.$ref) : h
+    }
+    for (const { key, op } of operationsOf(doc)) {
+      const authenticated = (op.security ?? doc.security).length > 0
+      for (const [status, response] of Object.entries<any>(op.responses)) {
+        for (const name of ['Request-Id', 'API-Version']) assert.equal(header(response, name)?.required, true, `${key} ${status}: ${name}`)
+        if (status === '429' || status === '503') assert.equal(header(response, 'Retry-After')?.required, true, `${key} ${status}: Retry-After`)
+        if (status === '409') assert.ok(header(response, 'Retry-After'), `${key} 409: Retry-After`)
+        if (status === '401') assert.equal(header(response, 'WWW-Authenticate')?.required, true, `${key} 401: WWW-Authenticate`)
+        if (authenticated && !['401', '403'].includes(status)) {
+          for (const name of ['RateLimit', 'RateLimit-Policy']) assert.ok(header(response, name), `${key} ${status}: ${name}`)
+        }
+      }
+    }
+  })
+
+  test('request examples do not go stale: future dates are far away, and no idempotency key is one the README uses', () => {
+    const readme = fs.readFileSync(path.join(REPO_ROOT, 'README.md'), 'utf8')
+    const readmeKeys = new Set([...readme.matchAll(/Idempotency-Key: ([^"\s\\]+)|"idempotency_key": ?"([^"]+)"/g)].map((m) => m[1] ?? m[2]))
+    assert.ok(readmeKeys.size > 0, 'the README shows idempotency keys')
+    const examples: unknown[] = []
+    const collect = (node: any): void => {
+      if (!node || typeof node !== 'object') return
+      if (Array.isArray(node)) return node.forEach(collect)
+      if (node.example !== undefined) examples.push(node.example)
+      if (Array.isArray(node.examples)) examples.push(...node.examples)
+      else if (node.examples && typeof node.examples === 'object') examples.push(...Object.values<any>(node.examples).map((e) => e.value))
+      for (const v of Object.values(node)) collect(v)
+    }
+    for (const { op } of operationsOf(doc)) collect([op.requestBody, op.parameters?.map((p: any) => (p.$ref ? resolveRef(doc, p.$ref) : p))])
+    const text = JSON.stringify(examples)
+    assert.ok(text.includes('expires_at'), 'a request example sets expires_at')
+    for (const [date] of text.matchAll(/\d{4}-\d{2}-\d{2}T[\d:.]+Z/g)) assert.ok(date >= '2090', `request example date ${date} will pass`)
+    for (const k of readmeKeys) assert.ok(!text.includes(`"${k}"`), `request example uses the README's idempotency key ${k}`)
   })
 
   test('redocly lint passes with no warnings', () => {

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { CurrencyCode, IdempotencyKeyField, IdParams, ListMeta, Metadata, Nullable, PageQuery, StringEnum, Timestamp } from '../../http/schemas.js'
+import { CurrencyCode, Defaulted, IdempotencyKeyField, IdParams, ListMeta, Metadata, Nullable, PageQuery, StringEnum, Timestamp } from '../../http/schemas.js'
 
 export const MANDATE_STATUSES = ['active', 'revoked', 'expired', 'consumed'] as const
 export type MandateStatus = (typeof MANDATE_STATUSES)[number]
@@ -40,7 +40,7 @@ export const MandateSchema = Type.Object({
     amount_used: 0,
     usage: 'multi_use',
     uses_count: 0,
-    expires_at: '2026-12-22T10:00:00.000Z',
+    expires_at: '2099-12-31T23:59:59.000Z',
     not_before: null,
     metadata: {},
     created_at: '2026-11-22T10:00:00.000Z',
@@ -56,7 +56,7 @@ export const CreateMandateBody = Type.Object({
   max_amount: MinorAmount('Cap on each payment, in minor units'),
   budget_amount: Type.Optional(MinorAmount('Cap on the sum of all payments, in minor units; default max_amount')),
   currency: Type.Optional(CurrencyCode({ description: 'ISO 4217, any case; default the wish\'s budget currency, else USD' })),
-  usage: StringEnum(USAGES, { default: 'single_use', description: 'single_use (default) pays once; multi_use pays until the budget is spent' }),
+  usage: Defaulted(StringEnum(USAGES, { default: 'single_use', description: 'single_use (default) pays once; multi_use pays until the budget is spent' })),
   wish_id: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'The wish this mandate serves' })),
   expires_at: Type.String({ format: 'date-time', description: 'When the mandate lapses; must be in the future' }),
   not_before: Type.Optional(Nullable(Type.String({ format: 'date-time', description: 'No payment before this time' }))),
@@ -64,7 +64,7 @@ export const CreateMandateBody = Type.Object({
   idempotency_key: IdempotencyKeyField,
 }, {
   additionalProperties: false,
-  examples: [{ protocol: 'ap2', max_amount: 5000, budget_amount: 15000, usage: 'multi_use', expires_at: '2026-12-22T10:00:00.000Z' }],
+  examples: [{ protocol: 'ap2', max_amount: 5000, budget_amount: 15000, usage: 'multi_use', expires_at: '2099-12-31T23:59:59.000Z' }],
 })
 export type CreateMandateInput = Static<typeof CreateMandateBody>
 
@@ -81,7 +81,7 @@ export function withMandateDefaults(body: CreateMandateInput): CreateMandateInpu
   }
 }
 
-export const RevokeMandateBody = Type.Object({ idempotency_key: IdempotencyKeyField }, { additionalProperties: false, examples: [{ idempotency_key: 'revoke-agent-7' }] })
+export const RevokeMandateBody = Type.Object({ idempotency_key: IdempotencyKeyField }, { additionalProperties: false, examples: [{ idempotency_key: 'example-revoke-9d4b27e1' }] })
 
 export const ListMandatesQuery = Type.Object({
   ...PageQuery,

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { CurrencyCode, IdempotencyKeyField, IdParams, ListMeta, Metadata, Nullable, PageQuery, StringEnum, Timestamp } from '../../http/schemas.js'
+import { CurrencyCode, Defaulted, IdempotencyKeyField, IdParams, ListMeta, Metadata, Nullable, PageQuery, StringEnum, Timestamp } from '../../http/schemas.js'
 import { MinorAmount } from '../mandates/schemas.js'
 
 export const PAYMENT_STATUSES = ['pending', 'processing', 'succeeded', 'failed', 'refunded'] as const
@@ -46,18 +46,18 @@ export const PaymentRef = Type.Ref(PaymentSchema.$id!)
 export const CreatePaymentBody = Type.Object({
   mandate_id: Type.String({ minLength: 1, maxLength: 255, description: 'The mandate that authorises the payment' }),
   amount: MinorAmount('Amount in minor units, 1..10^12'),
-  currency: CurrencyCode({ default: 'USD', description: 'ISO 4217, any case; default USD; must be the mandate\'s' }),
-  payment_method: Type.String({
+  currency: Defaulted(CurrencyCode({ default: 'USD', description: 'ISO 4217, any case; default USD; must be the mandate\'s' })),
+  payment_method: Defaulted(Type.String({
     minLength: 1,
     maxLength: 64,
     default: 'card',
     description: 'Sandbox: card, wallet (succeed), test_card_declined, test_insufficient_funds (fail), bank_transfer, test_bank_transfer_failed (settle later). Default card.',
-  }),
+  })),
   metadata: Type.Optional(Metadata),
   idempotency_key: IdempotencyKeyField,
 }, {
   additionalProperties: false,
-  examples: [{ mandate_id: 'mdt_01jf3v7k8m2n4p6q8r0s2t4v6w', amount: 4999, currency: 'USD', payment_method: 'card', idempotency_key: 'order-1001-attempt-1' }],
+  examples: [{ mandate_id: 'mdt_01jf3v7k8m2n4p6q8r0s2t4v6w', amount: 4999, currency: 'USD', payment_method: 'card', idempotency_key: 'example-payment-6c1e0b7d' }],
 })
 export type CreatePaymentInput = Static<typeof CreatePaymentBody>
 
@@ -98,7 +98,7 @@ export const CreateRefundBody = Type.Object({
   amount: Type.Optional(MinorAmount('Minor units to refund; default what remains')),
   reason: Type.Optional(Type.String({ minLength: 1, maxLength: 500, description: 'Why, in your words' })),
   idempotency_key: IdempotencyKeyField,
-}, { additionalProperties: false, examples: [{ amount: 1000, reason: 'requested_by_customer', idempotency_key: 'refund-1001-1' }] })
+}, { additionalProperties: false, examples: [{ amount: 1000, reason: 'requested_by_customer', idempotency_key: 'example-refund-3a9f52c4' }] })
 export type CreateRefundInput = Static<typeof CreateRefundBody>
 
 export const ListRefundsQuery = Type.Object({ ...PageQuery }, { additionalProperties: false })
