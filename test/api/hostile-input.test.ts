@@ -207,10 +207,14 @@ for (const kind of storeKinds()) {
       assert.equal(capped.errors.length, 50)
     })
 
-    test('a NUL deep inside a nested body is refused without recursion limits', async () => {
-      const deep = `${'['.repeat(20_000)}"\\u0000"${']'.repeat(20_000)}`
-      const res = await a.request('POST', '/wishes', `{"query":"x","metadata":{"k":${deep}}}`)
-      assertError(res, 400, 'invalid_request_error', 'parameter_invalid')
+    test('bodies nested 200,000 deep are refused with a 400, never a stack overflow', async () => {
+      const before = await counts()
+      for (const [inner, code] of [['"\\u0000"', 'parameter_invalid'], ['1', 'parameter_invalid'], ['{"__proto__":1}', 'invalid_json']]) {
+        const deep = `${'['.repeat(200_000)}${inner}${']'.repeat(200_000)}`
+        assertError(await a.request('POST', '/wishes', `{"query":"x","metadata":{"k":${deep}}}`), 400, 'invalid_request_error', code!)
+        assertError(await a.request('POST', '/wishes', deep), 400, 'invalid_request_error', code!)
+      }
+      assert.deepEqual(await counts(), before)
     })
 
     test('an Idempotency-Key header with a NUL or another control character is refused', async () => {
