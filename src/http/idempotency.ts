@@ -45,6 +45,20 @@ function canonicalJson(value: unknown): string {
   return JSON.stringify(value)
 }
 
+/**
+ * A payload as the route's response schema for `status` serializes it, so that what is saved, sent
+ * and replayed holds exactly the members the schema declares, as the same object read by a GET.
+ * Every idempotent route declares its success status (a missing schema is a programming error and
+ * fails the request before anything commits); an error status without one falls back to plain JSON,
+ * as Fastify's own serialization does.
+ */
+function serializeFor(reply: FastifyReply, status: number, payload: unknown): string {
+  const input = payload as Record<string, unknown>
+  if (status < 400) return reply.serializeInput(input, String(status)) as string
+  const serialize = reply.getSerializationFunction(String(status))
+  return serialize ? serialize(input) : JSON.stringify(payload)
+}
+
 /** Method, path and the validated body (defaults applied), without the key itself. */
 function fingerprintOf(request: FastifyRequest): string {
   const { idempotency_key: _ignored, ...body } = (request.body ?? {}) as Record<string, unknown>
@@ -119,7 +133,7 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
     inFlight.add(slot)
     try {
       const singleWrite = request.routeOptions.config.singleWrite
-      const written = singleWrite && await singleWrite(request, (status, payload) => recordOf(status, JSON.stringify(payload)))
+      const written = singleWrite && await singleWrite(request, (status, payload) => recordOf(status, serializeFor(reply, status, payload)))
       if (written) {
         recent.set(slot, written)
         return reply.status(written.response_status).type(JSON_TYPE).send(written.response_body)
@@ -142,14 +156,14 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
           const payload = await run()
           if (payload === reply) throw new Error('an idempotent route must return its payload, not send it')
           status = reply.statusCode
-          body = JSON.stringify(payload)
+          body = serializeFor(reply, status, payload)
         } catch (error) {
           const appError = toAppError(error)
           if (!SAVED_ERROR_STATUSES.has(appError.status)) throw error
           // The outcome is saved, the work that led to it is not.
           await sql`rollback to savepoint idempotent_work`.execute(trx)
           status = appError.status
-          body = JSON.stringify(errorBody(appError, request.id))
+          body = serializeFor(reply, status, errorBody(appError, request.id))
         } finally {
           request.ctx.transaction = undefined
         }
