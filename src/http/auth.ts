@@ -8,14 +8,22 @@ const BEARER = /^Bearer(?:\s+(\S*))?\s*$/i
 /**
  * Authenticates API routes from `Authorization: Bearer <key>`. Registered inside the API scope
  * only, so open routes never see it. Runs on onRequest, before any body is read.
+ *
+ * A key that fails (malformed, unknown or revoked) counts against the client's address
+ * (http/rate-limit.ts): past AUTH_FAILURES_PER_WINDOW in a window, failures are answered 429
+ * `rate_limited` with Retry-After instead of 401. A valid key is always served: an address may be
+ * shared by many clients (NAT, a proxy), and one of them failing must not lock the others out.
  */
 export function authenticate(accounts: Pick<AccountService, 'authenticate'>): onRequestAsyncHookHandler {
-  return async (request) => {
+  return async (request, reply) => {
     const header = request.headers.authorization
     const match = header === undefined ? null : BEARER.exec(header)
     if (!match) throw errors.authenticationRequired()
     const principal = match[1] ? await accounts.authenticate(match[1]) : undefined
-    if (!principal) throw errors.invalidApiKey()
+    if (!principal) {
+      const retryAfter = await request.server.countAuthFailure?.(request, reply)
+      throw retryAfter === undefined ? errors.invalidApiKey() : errors.authFailuresLimited(retryAfter)
+    }
     if (principal.scope === 'read' && !READ_METHODS.has(request.method)) throw errors.insufficientScope()
     request.principal = principal
     request.ctx = { accountId: principal.accountId, requestId: request.id }

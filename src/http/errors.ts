@@ -181,6 +181,14 @@ export const errors = {
     message: `Too many requests with this API key; retry after ${retryAfterSeconds} s`,
     headers: { 'Retry-After': String(retryAfterSeconds) },
   }),
+  /** Too many failed authentications from the client's address (http/auth.ts). */
+  authFailuresLimited: (retryAfterSeconds: number) => new AppError({
+    status: 429,
+    type: 'rate_limit_error',
+    code: 'rate_limited',
+    message: `Too many failed authentications from this address; check your API key, and retry after ${retryAfterSeconds} s`,
+    headers: { 'Retry-After': String(retryAfterSeconds) },
+  }),
   internal: () => new AppError({
     status: 500, type: 'api_error', code: 'internal_error', message: 'An internal error occurred; it has been logged',
   }),

@@ -1,6 +1,7 @@
 import rateLimit from '@fastify/rate-limit'
-import type { FastifyBaseLogger, FastifyInstance, onRequestAsyncHookHandler } from 'fastify'
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
 import { Redis } from 'ioredis'
+import ipaddr from 'ipaddr.js'
 import { errors } from './errors.js'
 
 export interface RateLimitDeps {
@@ -12,6 +13,36 @@ export interface RateLimitDeps {
 
 const POLICY = 'per-key'
 const WARN_EVERY_MS = 60_000
+
+/** Failed authentications one client address may make in a window before they are answered 429. */
+export const AUTH_FAILURES_PER_WINDOW = 20
+export const AUTH_FAILURE_WINDOW_SECONDS = 60
+const AUTH_POLICY = 'auth-failures'
+
+/**
+ * Counts a failed authentication (a key that is malformed, unknown or revoked) against the client's
+ * address and sets the RateLimit headers of the answer. Returns the seconds until the address's window
+ * ends when it has gone over the limit (the answer is then a 429), else undefined (a 401).
+ */
+export type AuthFailureCounter = (request: FastifyRequest, reply: FastifyReply) => Promise<number | undefined>
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Set by registerRateLimit; used by the authentication hook (http/auth.ts). */
+    countAuthFailure?: AuthFailureCounter
+  }
+}
+
+/**
+ * The address failures are counted against: an IPv4 address (also when it arrives IPv4-mapped), or the
+ * /64 an IPv6 address belongs to, since one IPv6 host usually has a whole /64 to choose from.
+ */
+export function clientAddress(ip: string): string {
+  if (!ipaddr.isValid(ip)) return ip
+  const address = ipaddr.process(ip)
+  if (address.kind() === 'ipv4') return address.toString()
+  return `${ipaddr.IPv6.networkAddressFromCIDR(`${address.toString()}/64`).toString()}/64`
+}
 
 /** Logs at most one warning a minute, however often the store fails. */
 function throttledWarning(logger: FastifyBaseLogger) {
@@ -50,6 +81,9 @@ async function createRedis(url: string, warn: ReturnType<typeof throttledWarning
  * contract's 429 `rate_limited` with Retry-After. If the store fails (Redis down) requests flow: the
  * limit fails open and a warning is logged once a minute.
  *
+ * Also counts failed authentications per client address in the same store (AUTH_FAILURES_PER_WINDOW
+ * per AUTH_FAILURE_WINDOW_SECONDS), through `app.countAuthFailure`, which the authentication hook calls.
+ *
  * Returns the hook to add after authentication in the API scope.
  */
 export async function registerRateLimit(app: FastifyInstance, deps: RateLimitDeps): Promise<onRequestAsyncHookHandler> {
@@ -67,6 +101,30 @@ export async function registerRateLimit(app: FastifyInstance, deps: RateLimitDep
 
   const limiter = app.createRateLimit({ keyGenerator: (request) => request.principal?.keyId ?? request.ip })
   const policy = `"${POLICY}";q=${deps.perSecond};w=1`
+
+  // Failed authentications per client address, in the same store (Redis when configured), under keys of
+  // their own. Only failures are counted, so the common request pays nothing for this.
+  const failures = app.createRateLimit({
+    max: AUTH_FAILURES_PER_WINDOW,
+    timeWindow: AUTH_FAILURE_WINDOW_SECONDS * 1000,
+    keyGenerator: (request) => `${AUTH_POLICY}:${clientAddress(request.ip)}`,
+  })
+  const failurePolicy = `"${AUTH_POLICY}";q=${AUTH_FAILURES_PER_WINDOW};w=${AUTH_FAILURE_WINDOW_SECONDS}`
+  const countAuthFailure: AuthFailureCounter = async (request, reply) => {
+    let result: Awaited<ReturnType<typeof failures>>
+    try {
+      result = await failures(request)
+    } catch (error) {
+      warn(error, 'The rate-limit store failed: failed authentications are not counted')
+      return undefined
+    }
+    if (result.isAllowed) return undefined
+    const reset = Math.max(1, result.ttlInSeconds)
+    reply.header('RateLimit-Policy', failurePolicy)
+    reply.header('RateLimit', `"${AUTH_POLICY}";r=${result.remaining};t=${reset}`)
+    return result.isExceeded ? reset : undefined
+  }
+  app.decorate('countAuthFailure', countAuthFailure)
 
   return async (request, reply) => {
     let result: Awaited<ReturnType<typeof limiter>>
