@@ -5,7 +5,7 @@ import type { Database } from './db/database.js'
 import { authenticate } from './http/auth.js'
 import { type Lifecycle, registerDraining } from './http/draining.js'
 import { BODY_LIMIT_BYTES, registerErrorHandling } from './http/error-handler.js'
-import { clientErrorHandler, frameworkErrorHandler, MAX_PARAM_LENGTH } from './http/client-errors.js'
+import { clientErrorHandler, frameworkErrorHandler, MAX_PARAM_LENGTH, registerConnectionAnswers } from './http/client-errors.js'
 import { registerJsonParser } from './http/json-parser.js'
 import { createMetrics, type Metrics, registerMetrics } from './http/metrics.js'
 import { registerOpenApi } from './http/openapi.js'
@@ -67,6 +67,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     frameworkErrors: frameworkErrorHandler,
     clientErrorHandler,
+    // The Host check is ours, so that its 400 is the envelope (registerConnectionAnswers).
+    http: { requireHostHeader: false },
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   registerValidators(app)
@@ -83,6 +85,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   for (const schema of shared) app.addSchema(schema)
   const lifecycle = deps.lifecycle ?? { draining: false }
   registerRequestContext(app)
+  registerConnectionAnswers(app)
   registerErrorHandling(app)
   registerDraining(app, lifecycle)
   await registerOpenApi(app)

@@ -15,6 +15,9 @@ import { API_VERSION } from './version.js'
  *   segment longer than MAX_PARAM_LENGTH. A request object exists, but no hook runs.
  * - Node's HTTP parser (`clientErrorHandler`): request line and headers over the limit, an unknown
  *   method, a bad Transfer-Encoding... There is only the socket: the answer is written by hand.
+ * - node:http itself (`registerConnectionAnswers`): no Host header on HTTP/1.1, an `Expect` other than
+ *   100-continue, a CONNECT. node:http would answer the first two with a bare 400 or 417 and drop the
+ *   third without a word.
  *
  * Neither logs the error object: a parser error carries the raw request bytes (`rawPacket`), and
  * with them the caller's `Authorization` header.
@@ -69,10 +72,7 @@ export function clientErrorResponse(appError: AppError, requestId: string): stri
   const headers: Record<string, string> = {
     'Content-Type': 'application/json; charset=utf-8',
     'Content-Length': String(Buffer.byteLength(body)),
-    'Request-Id': requestId,
-    'API-Version': API_VERSION,
-    'X-Content-Type-Options': 'nosniff',
-    'Cache-Control': 'no-store',
+    ...standardHeaders(requestId),
     ...appError.headers,
     Date: new Date().toUTCString(),
     Connection: 'close',
@@ -113,7 +113,51 @@ function answer(socket: Socket, response: string): void {
   // the connection before it reads the answer. What it sends meanwhile is read and dropped; the
   // connection is closed once both sides ended, or after LINGER_MS at the latest.
   socket.end(response)
+  // Read on (a socket handed over on CONNECT is paused), so that the client's end is seen.
+  socket.resume()
   const linger = setTimeout(() => socket.destroy(), LINGER_MS)
   linger.unref()
   socket.once('close', () => clearTimeout(linger))
+}
+
+/**
+ * The answers node:http would otherwise make itself. The Host check needs `http.requireHostHeader`
+ * off in the Fastify options (app.ts), or node:http answers first.
+ */
+export function registerConnectionAnswers(app: FastifyInstance): void {
+  // RFC 9112 section 3.2: an HTTP/1.1 request without Host is a 400.
+  app.addHook('onRequest', (request, reply, done) => {
+    const raw = request.raw
+    if (raw.headers.host === undefined && raw.httpVersionMajor === 1 && raw.httpVersionMinor === 1) {
+      reply.header('Connection', 'close')
+      return done(errors.malformedRequest('an HTTP/1.1 request must have a Host header'))
+    }
+    done()
+  })
+
+  app.server.on('checkExpectation', (request: http.IncomingMessage, response: http.ServerResponse) => {
+    const requestId = newId('req')
+    const appError = errors.expectationFailed()
+    const body = JSON.stringify(errorBody(appError, requestId))
+    // The body the client holds back is never read: the connection cannot be reused.
+    response.shouldKeepAlive = false
+    response.writeHead(appError.status, {
+      ...standardHeaders(requestId),
+      'Content-Type': 'application/json; charset=utf-8',
+      'Content-Length': Buffer.byteLength(body),
+    })
+    response.end(body)
+    app.log.info({ request_id: requestId, method: request.method, route: 'expectation_failed', status: appError.status }, 'request')
+  })
+
+  app.server.on('connect', (request: http.IncomingMessage, socket: Socket) => {
+    const requestId = newId('req')
+    const appError = errors.routeNotFound(request.method ?? 'CONNECT', request.url ?? '')
+    app.log.info({ request_id: requestId, method: request.method, route: 'not_found', status: appError.status }, 'request')
+    answer(socket, clientErrorResponse(appError, requestId))
+  })
+}
+
+function standardHeaders(requestId: string): Record<string, string> {
+  return { 'Request-Id': requestId, 'API-Version': API_VERSION, 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'no-store' }
 }

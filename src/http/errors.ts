@@ -162,6 +162,13 @@ export const errors = {
   }),
   /** Not parseable as HTTP/1.1 (unknown method, bad Transfer-Encoding, bad header characters...). */
   malformedRequest: (reason: string) => invalid('bad_request', `The request is not valid HTTP/1.1: ${reason}`),
+  /** An `Expect` header other than `100-continue` (RFC 9110 section 10.1.1). */
+  expectationFailed: () => new AppError({
+    status: 417,
+    type: 'invalid_request_error',
+    code: 'expectation_failed',
+    message: 'The only expectation supported is Expect: 100-continue',
+  }),
   requestTimeout: () => new AppError({
     status: 408,
     type: 'invalid_request_error',

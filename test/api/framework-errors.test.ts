@@ -145,6 +145,30 @@ for (const kind of storeKinds()) {
         assert.notEqual(bad!.headers['request-id'], good!.headers['request-id'])
       })
 
+      test('what node:http would answer bare: no Host, an unknown Expect, CONNECT', async () => {
+        const noHost = parseResponses((await rawExchange(port, `GET /wishes HTTP/1.1\r\nAuthorization: Bearer ${a.key}\r\n\r\n`)).received)
+        assert.equal(noHost.length, 1)
+        const error = assertError(noHost[0]!, 400, 'invalid_request_error', 'bad_request')
+        assert.match(error.message, /Host header/)
+        assert.equal(noHost[0]!.headers.connection, 'close')
+        assertNoStore(noHost[0]!, 'no Host')
+        // HTTP/1.0 has no Host requirement.
+        const [old] = parseResponses((await rawExchange(port, 'GET /healthz HTTP/1.0\r\n\r\n')).received)
+        assert.equal(old!.status, 200, old!.raw)
+
+        const expect = await rawExchange(port, `POST /wishes HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${a.key}\r\nExpect: teapot\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n`)
+        assert.ok(expect.closed)
+        const [expectation] = parseResponses(expect.received)
+        assertError(expectation!, 417, 'invalid_request_error', 'expectation_failed')
+        assertNoStore(expectation!, 'Expect')
+        // 100-continue goes on to the route.
+        const goOn = parseResponses((await rawExchange(port, `POST /wishes HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${a.key}\r\nExpect: 100-continue\r\nContent-Type: application/json\r\nContent-Length: 17\r\nConnection: close\r\n\r\n{"query":"a mug"}`)).received)
+        assert.deepEqual(goOn.map((r) => r.status), [100, 201])
+
+        const connect = await rawExchange(port, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n')
+        assertSocketAnswer(connect, 404, 'route_not_found')
+      })
+
       test('a request that does not arrive in time: 408 request_timeout on the socket', async () => {
         // Node reports it after headersTimeout (60 s) or requestTimeout (300 s); the report is sent here
         // as Node sends it, on a real connection that has started a request and stalled.

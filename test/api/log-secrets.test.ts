@@ -59,6 +59,9 @@ function hostileRequests(key: string): Record<string, string> {
     'key in an unknown route': `GET /${key}/x HTTP/1.1\r\nHost: localhost\r\n${auth}Connection: close\r\n\r\n`,
     'malformed JSON holding the key': `POST /wishes HTTP/1.1\r\nHost: localhost\r\n${auth}Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(`{"query": ${key}`)}\r\nConnection: close\r\n\r\n{"query": ${key}`,
     'key as a bearer token with a bad prefix': `GET /wishes HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer x${key}\r\nConnection: close\r\n\r\n`,
+    'no Host header': `GET /wishes HTTP/1.1\r\n${auth}Connection: close\r\n\r\n`,
+    'an unknown Expect': `POST /wishes HTTP/1.1\r\nHost: localhost\r\n${auth}Expect: ${key}\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n`,
+    'CONNECT to the key': `CONNECT ${key}.example:443 HTTP/1.1\r\nHost: ${key}.example:443\r\n${auth}\r\n`,
     'key in Basic auth': `GET /wishes HTTP/1.1\r\nHost: localhost\r\nAuthorization: Basic ${Buffer.from(`${key}:`).toString('base64')}\r\nConnection: close\r\n\r\n`,
   }
 }
