@@ -14,11 +14,12 @@ Every response carries \`Request-Id\` and \`API-Version\`. Errors share one enve
 types and codes it can carry (Error400, Error401, ...).`
 
 /**
- * Statuses any request can get, whatever the route: a malformed request, a body or headers over the
- * limits or too slow (answered on the connection, src/http/client-errors.ts), an internal error, and
- * 503 from a database that does not answer or a server that is shutting down (src/http/draining.ts).
+ * Statuses any request can get, whatever the route: a malformed request, headers over the limit, too
+ * slow, or expecting what the server does not do (answered on the connection, src/http/client-errors.ts),
+ * a body over the limit (read or not, src/http/error-handler.ts), an internal error, and 503 from a
+ * database that does not answer or a server that is shutting down (src/http/draining.ts).
  */
-const ANY_REQUEST_STATUSES = [400, 408, 413, 431, 500, 503]
+const ANY_REQUEST_STATUSES = [400, 408, 413, 417, 431, 500, 503]
 /** A path segment longer than any id is refused before routing (src/http/client-errors.ts). */
 const PATH_PARAMETER_STATUSES = [414]
 /** What the idempotency plugin answers (src/http/idempotency.ts): in use, reused for another request. */
@@ -141,8 +142,9 @@ function completeDocument(doc: Document): Document {
       const authenticated = (op.security ?? doc.security ?? []).length > 0
       for (const [status, response] of Object.entries(op.responses ?? {})) {
         const headers: Record<string, unknown> = { 'Request-Id': header('Request-Id'), 'API-Version': header('API-Version') }
-        // Authentication (401, 403) is decided before the rate limiter counts the request.
-        if (authenticated && status !== '401' && status !== '403') {
+        // A read key on a write is refused before the limiter counts the request; failed authentications
+        // (401, and their 429) are counted per client address, with headers of their own policy.
+        if (authenticated && status !== '403') {
           headers.RateLimit = header('RateLimit')
           headers['RateLimit-Policy'] = header('RateLimit-Policy')
         }

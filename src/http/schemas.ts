@@ -126,7 +126,10 @@ export const ERROR_STATUSES: Record<number, ErrorStatus> = {
   400: {
     summary: 'Invalid request',
     types: ['invalid_request_error'],
-    codes: ['parameter_missing', 'parameter_invalid', 'parameter_unknown', 'invalid_json', 'idempotency_key_mismatch', 'invalid_url', 'bad_request'],
+    codes: [
+      'parameter_missing', 'parameter_invalid', 'parameter_unknown', 'invalid_json', 'idempotency_key_mismatch',
+      'resource_limit_exceeded', 'invalid_url', 'bad_request',
+    ],
     example: errors.validation([{ param: 'amount', code: 'parameter_missing', message: 'amount is required' }]),
   },
   401: {
@@ -176,6 +179,12 @@ export const ERROR_STATUSES: Record<number, ErrorStatus> = {
     types: ['invalid_request_error'],
     codes: ['unsupported_media_type'],
     example: errors.unsupportedMediaType('text/plain'),
+  },
+  417: {
+    summary: 'An Expect header other than 100-continue (answered on the connection, before any route)',
+    types: ['invalid_request_error'],
+    codes: ['expectation_failed'],
+    example: errors.expectationFailed(),
   },
   422: {
     summary: 'Refused: the idempotency key was used for another request (idempotency_error), or a mandate or payment rule (payment_error)',
@@ -259,8 +268,8 @@ export const errorResponse = (status: number) => Type.Ref(errorSchemaId(status),
 
 /**
  * The error responses a route can give, in the one envelope. Statuses every request can get (400,
- * 408, 413, 431, 500, 503), 414 on routes with a path parameter, and those of the idempotency plugin
- * are added to every route by src/http/openapi.ts; routes list their own.
+ * 408, 413, 417, 431, 500, 503), 414 on routes with a path parameter, and those of the idempotency
+ * plugin are added to every route by src/http/openapi.ts; routes list their own.
  */
 export function errorResponses(...statuses: number[]) {
   const out: Record<number, TSchema> = {}
