@@ -16,10 +16,10 @@ types and codes it can carry (Error400, Error401, ...).`
 /**
  * Statuses any request can get, whatever the route: a malformed request, headers over the limit, too
  * slow, or expecting what the server does not do (answered on the connection, src/http/client-errors.ts),
- * a body over the limit (read or not, src/http/error-handler.ts), an internal error, and 503 from a
- * database that does not answer or a server that is shutting down (src/http/draining.ts).
+ * an internal error, and 503 from a database that does not answer or a server that is shutting down
+ * (src/http/draining.ts). Routes that read a body declare 413 and 415 themselves (writeErrors).
  */
-const ANY_REQUEST_STATUSES = [400, 408, 413, 417, 431, 500, 503]
+const ANY_REQUEST_STATUSES = [400, 408, 417, 431, 500, 503]
 /** A path segment longer than any id is refused before routing (src/http/client-errors.ts). */
 const PATH_PARAMETER_STATUSES = [414]
 /** What the idempotency plugin answers (src/http/idempotency.ts): in use, reused for another request. */

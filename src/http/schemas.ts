@@ -268,8 +268,8 @@ export const errorResponse = (status: number) => Type.Ref(errorSchemaId(status),
 
 /**
  * The error responses a route can give, in the one envelope. Statuses every request can get (400,
- * 408, 413, 417, 431, 500, 503), 414 on routes with a path parameter, and those of the idempotency
- * plugin are added to every route by src/http/openapi.ts; routes list their own.
+ * 408, 417, 431, 500, 503), 414 on routes with a path parameter, and those of the idempotency plugin
+ * are added to every route by src/http/openapi.ts; routes list their own.
  */
 export function errorResponses(...statuses: number[]) {
   const out: Record<number, TSchema> = {}

@@ -47,8 +47,9 @@ const PLUGINS: Record<string, (doc: any) => (o: Operation) => boolean> = {
 const ONLY_WHERE: Record<string, (o: Operation) => boolean> = {
   // A read key is refused on writes only.
   insufficientScope: (o) => o.method !== 'get',
-  // The media type is checked only where a body is read.
+  // The media type and the size are checked only where a body is read (not on GET).
   unsupportedMediaType: (o) => BODY_METHODS.has(o.method),
+  payloadTooLarge: (o) => BODY_METHODS.has(o.method),
   // The router's limit on the length of a path parameter.
   uriTooLong: (o) => o.path.includes('{'),
 }
