@@ -143,6 +143,40 @@ for (const kind of storeKinds()) {
       assert.equal((await getList(b, '/wishes')).meta.total, 0)
     })
 
+    test('migration 0006 clamps the active mandates that outlived their wish', async () => {
+      const store = await kind.open()
+      try {
+        const migrator = await createMigrator(store.db)
+        assert.equal((await migrator.migrateTo('0005_wish_counts')).error, undefined)
+        const db = store.db.kysely
+        const stamp = '2026-01-01T00:00:00.000Z'
+        const wishEnds = '2026-02-01T00:00:00.000Z'
+        const mandateEnds = '2026-06-01T00:00:00.000Z'
+        await sql`insert into accounts (id, name, created_at) values ('acct_old', 'old', ${stamp})`.execute(db)
+        for (const [id, expires] of [['wish_ends', wishEnds], ['wish_open', null]] as const) {
+          await sql`insert into wishes (id, account_id, status, query, protocol, metadata, expires_at, created_at, updated_at)
+            values (${id}, 'acct_old', 'active', 'old', 'ap2', '{}', ${expires}, ${stamp}, ${stamp})`.execute(db)
+        }
+        const mandates = [
+          ['mdt_outlives', 'wish_ends', 'active'], ['mdt_revoked', 'wish_ends', 'revoked'],
+          ['mdt_open_wish', 'wish_open', 'active'], ['mdt_no_wish', null, 'active'],
+        ] as const
+        for (const [id, wishId, status] of mandates) {
+          await sql`insert into mandates (id, account_id, protocol, status, wish_id, currency, max_amount, budget_amount,
+              amount_used, usage, uses_count, expires_at, not_before, metadata, created_at, updated_at, revoked_at)
+            values (${id}, 'acct_old', 'ap2', ${status}, ${wishId}, 'USD', 100, 100, 0, 'single_use', 0, ${mandateEnds},
+              null, '{}', ${stamp}, ${stamp}, null)`.execute(db)
+        }
+        assert.deepEqual(await migrateToLatest(store.db), ['0006_mandates_within_wish'])
+        const rows = await sql<{ id: string, expires_at: string }>`select id, expires_at from mandates order by id`.execute(db)
+        assert.deepEqual(Object.fromEntries(rows.rows.map((r) => [r.id, r.expires_at])), {
+          mdt_no_wish: mandateEnds, mdt_open_wish: mandateEnds, mdt_outlives: wishEnds, mdt_revoked: mandateEnds,
+        })
+      } finally {
+        await store.close()
+      }
+    })
+
     test('migration 0005 counts the wishes that existed before it', async () => {
       const store = await kind.open()
       try {
@@ -157,7 +191,8 @@ for (const kind of storeKinds()) {
           await sql`insert into wishes (id, account_id, status, query, protocol, metadata, expires_at, created_at, updated_at)
             values (${`wish_old${i}`}, 'acct_old', ${status}, 'old', 'ap2', '{}', ${i === 0 ? '2026-01-02T00:00:00.000Z' : null}, ${stamp}, ${stamp})`.execute(db)
         }
-        assert.deepEqual(await migrateToLatest(store.db), ['0005_wish_counts'])
+        const { error: upError } = await migrator.migrateTo('0005_wish_counts')
+        assert.equal(upError, undefined)
         const count = (status?: Status, now = '2026-01-01T12:00:00.000Z') => countWishes(db, { accountId: 'acct_old', status, now })
         assert.equal(await count(), 7)
         assert.equal(await count('active'), 3)
