@@ -1,6 +1,6 @@
 import type { onRequestAsyncHookHandler } from 'fastify'
 import type { AccountService } from '../modules/accounts/service.js'
-import { errors } from './errors.js'
+import { errors } from '../lib/errors.js'
 
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
 const BEARER = /^Bearer(?:\s+(\S*))?\s*$/i

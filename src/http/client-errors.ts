@@ -3,7 +3,7 @@ import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { newId } from '../lib/ids.js'
 import { errorBody, toAppError } from './error-handler.js'
-import { type AppError, errors } from './errors.js'
+import { type AppError, errors } from '../lib/errors.js'
 import { logRequest, setResponseHeaders } from './request-context.js'
 import { API_VERSION } from './version.js'
 

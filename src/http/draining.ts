@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import { errors } from './errors.js'
+import { errors } from '../lib/errors.js'
 
 /** Process state the HTTP layer needs to know: a draining server takes no new work. */
 export interface Lifecycle {

@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { isDatabaseUnavailable } from '../db/errors.js'
-import { AppError, errors } from './errors.js'
+import { AppError, errors } from '../lib/errors.js'
 import { toFieldErrors } from './validation.js'
 
 export const BODY_LIMIT_BYTES = 1024 * 1024

@@ -6,7 +6,7 @@ import type { Database } from '../db/database.js'
 import { type Clock, toTimestamp } from '../lib/clock.js'
 import * as records from '../modules/idempotency/repository.js'
 import { errorBody, toAppError } from './error-handler.js'
-import { errors } from './errors.js'
+import { errors } from '../lib/errors.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import secureJson from 'secure-json-parse'
-import { errors } from './errors.js'
+import { errors } from '../lib/errors.js'
 
 /**
  * The JSON body parser. Unlike Fastify's default it treats an empty body as no body, since many

@@ -4,7 +4,7 @@ import type { Database } from '../db/database.js'
 import { stats as queueStats } from '../jobs/queue.js'
 import type { Clock } from '../lib/clock.js'
 import { toTimestamp } from '../lib/clock.js'
-import { AppError } from './errors.js'
+import { AppError } from '../lib/errors.js'
 
 export interface Metrics {
   registry: Registry

@@ -2,7 +2,7 @@ import rateLimit from '@fastify/rate-limit'
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
 import { Redis } from 'ioredis'
 import ipaddr from 'ipaddr.js'
-import { errors } from './errors.js'
+import { errors } from '../lib/errors.js'
 
 export interface RateLimitDeps {
   perSecond: number

@@ -1,5 +1,6 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox'
-import { type AppError, errors, type ErrorType } from './errors.js'
+import { type AppError, errors, type ErrorType } from '../lib/errors.js'
+import { DEFAULT_PAGE, MAX_LIMIT, MAX_OFFSET } from '../lib/paging.js'
 
 /** A string enum as a plain JSON Schema `enum` (clear validation messages, clean OpenAPI). */
 export function StringEnum<const T extends readonly string[]>(values: T, options: Record<string, unknown> = {}) {
@@ -44,26 +45,15 @@ export const IdempotencyKeyField = Type.Optional(Type.String({
 
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 255 }) }, { additionalProperties: false })
 
-export const DEFAULT_PAGE = { limit: 10, offset: 0 } as const
-/**
- * The largest offset a list takes: 10^9 fits a 32-bit signed integer, so no driver or dialect
- * (SQLite, PostgreSQL int4 or int8) can overflow on it, and is far past any page a client reads.
- */
-export const MAX_OFFSET = 1_000_000_000
-
 /**
  * The list rules of contract section 1, shared by every list route. Query-string integers must be
  * plain decimal digits (`offset=1e3`, `limit=+5`, `limit=1.0` are refused): src/http/text-guard.ts.
  */
 export const PageQuery = {
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: DEFAULT_PAGE.limit, description: 'Items per page, 1..100 in plain digits (default 10)' })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_PAGE.limit, description: 'Items per page, 1..100 in plain digits (default 10)' })),
   offset: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_OFFSET, default: DEFAULT_PAGE.offset, description: 'Items to skip, 0..1000000000 in plain digits (default 0)' })),
 }
 
-/** The page a list request asked for, defaults applied. */
-export function pageOf(query: { limit?: number | undefined, offset?: number | undefined }): { limit: number, offset: number } {
-  return { limit: query.limit ?? DEFAULT_PAGE.limit, offset: query.offset ?? DEFAULT_PAGE.offset }
-}
 
 export const ListMeta = Type.Object({
   total: Type.Integer({ description: 'Count of all items matching the filter' }),
@@ -120,7 +110,7 @@ interface ErrorStatus {
 /**
  * Every error status the API answers with, the types and codes each can carry, and one example. The
  * per-status schemas (Error400, ...) and every route's error responses are made from this table;
- * test/api/error-catalogue.test.ts checks it against src/http/errors.ts and the services.
+ * test/api/error-catalogue.test.ts checks it against src/lib/errors.ts and the services.
  */
 export const ERROR_STATUSES: Record<number, ErrorStatus> = {
   400: {

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { errors, type FieldError } from './errors.js'
+import { errors, type FieldError } from '../lib/errors.js'
 
 /**
  * Rules for the text a client sends that no route schema states, checked in one place before schema

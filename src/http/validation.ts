@@ -2,7 +2,7 @@ import { Ajv, type ErrorObject, type Options } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { FastifyInstance, FastifySchema } from 'fastify'
 import { normalizeCurrency } from '../lib/currency.js'
-import type { FieldError } from './errors.js'
+import type { FieldError } from '../lib/errors.js'
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv
 

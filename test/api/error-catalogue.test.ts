@@ -4,7 +4,7 @@ import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import ts from 'typescript'
-import { AppError, errors } from '../../src/http/errors.js'
+import { AppError, errors } from '../../src/lib/errors.js'
 import { ERROR_STATUSES, FIELD_ERROR_CODES, PAYMENT_ERROR_CODES } from '../../src/http/schemas.js'
 import { startTestApp, type TestApp } from '../helpers/app.js'
 import { type Operation, operationsOf } from '../helpers/openapi-contract.js'
@@ -13,7 +13,7 @@ import { storeKinds } from '../helpers/stores.js'
 /**
  * Static checks of the error catalogue (ERROR_STATUSES in src/http/schemas.ts), from which every
  * route's error responses are made:
- * - every error the code can make (the factories of src/http/errors.ts, `new AppError` elsewhere, the
+ * - every error the code can make (the factories of src/lib/errors.ts, `new AppError` elsewhere, the
  *   payment codes of the services) has its status, type and code in the catalogue;
  * - every status an operation can reach is declared on it: what its handler can throw (followed
  *   through the services with the TypeScript checker), and what the plugins that act on it can.
@@ -54,7 +54,7 @@ const ONLY_WHERE: Record<string, (o: Operation) => boolean> = {
   uriTooLong: (o) => o.path.includes('{'),
 }
 /** Files that mention factories without answering with them. */
-const NOT_ANSWERING = new Set(['src/http/errors.ts', 'src/http/schemas.ts'])
+const NOT_ANSWERING = new Set(['src/lib/errors.ts', 'src/http/schemas.ts'])
 
 function sourceFiles(dir: string): string[] {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
@@ -202,7 +202,7 @@ describe('error catalogue', () => {
       types: ['node'],
     })
     checker = program.getTypeChecker()
-    const errorsFile = program.getSourceFile(path.join(SRC, 'http/errors.ts'))!
+    const errorsFile = program.getSourceFile(path.join(SRC, 'lib/errors.ts'))!
     const exports = checker.getExportsOfModule(checker.getSymbolAtLocation(errorsFile)!)
     errorsSymbol = exports.find((s) => s.name === 'errors')!
     appErrorSymbol = exports.find((s) => s.name === 'AppError')!
@@ -210,7 +210,7 @@ describe('error catalogue', () => {
   })
   after(async () => { await t.close() })
 
-  test('every factory of src/http/errors.ts makes an error whose status, type and code are in the catalogue', () => {
+  test('every factory of src/lib/errors.ts makes an error whose status, type and code are in the catalogue', () => {
     const problems: string[] = []
     for (const [name, error] of statusOf) {
       if (NOT_AN_OPERATION.has(name)) continue
@@ -285,7 +285,7 @@ describe('error catalogue', () => {
           declare(o, error.status, `errors.${name} (from ${file})`)
         }
       }
-      for (const made of found.constructed) problems.push(`${made.where}: new AppError in a plugin: use a factory of src/http/errors.ts`)
+      for (const made of found.constructed) problems.push(`${made.where}: new AppError in a plugin: use a factory of src/lib/errors.ts`)
     }
 
     // Every file that makes errors is reached from a route, or is a plugin classified above.

@@ -1,6 +1,6 @@
 import type { Database } from '../../db/database.js'
-import { errors } from '../../http/errors.js'
-import { pageOf } from '../../http/schemas.js'
+import { errors } from '../../lib/errors.js'
+import { pageOf } from '../../lib/paging.js'
 import type { RequestContext } from '../../lib/request-context.js'
 import * as repo from './repository.js'
 import type { Event, ListEventsInput } from './schemas.js'

@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox'
 import type { Database } from '../../db/database.js'
 import { errorResponses } from '../../http/schemas.js'
 import type { Lifecycle } from '../../http/draining.js'
-import { errors } from '../../http/errors.js'
+import { errors } from '../../lib/errors.js'
 
 const Status = Type.Object({ status: Type.Literal('ok') }, { description: 'OK', examples: [{ status: 'ok' }] })
 
