@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import SQLite from 'better-sqlite3'
 import pg from 'pg'
 import type { Seed } from './seed.js'
-import type { BenchStore } from './stores.js'
+import type { TestStore } from '../test/helpers/stores.js'
 
 export interface FloorResult {
   requestsPerSecond: number
@@ -34,11 +34,11 @@ function toSqlite(text: string): { text: string, order: number[] } {
  * this process with the service's pragmas. PostgreSQL: `concurrency` callers sharing a pg pool of the
  * service's size.
  */
-export async function paymentFloor(store: BenchStore, seed: Seed, durationMs: number, concurrency: number): Promise<FloorResult> {
+export async function paymentFloor(store: TestStore, seed: Seed, durationMs: number, concurrency: number): Promise<FloorResult> {
   const deadline = Date.now() + durationMs
   let operations = 0
   if (store.name === 'sqlite') {
-    const connection = new SQLite(store.sqlitePath!)
+    const connection = new SQLite(store.sqlitePath)
     connection.pragma('journal_mode = WAL')
     connection.pragma('synchronous = FULL')
     const prepare = (text: string) => {
@@ -70,7 +70,7 @@ export async function paymentFloor(store: BenchStore, seed: Seed, durationMs: nu
     return { operations, requestsPerSecond: operations / ((Date.now() - started) / 1000) }
   }
 
-  const pool = new pg.Pool({ connectionString: store.postgres!.url, max: 10, options: `-c search_path=${store.postgres!.schema}` })
+  const pool = new pg.Pool({ connectionString: store.postgres.url, max: 10, options: `-c search_path=${store.postgres.schema}` })
   const started = Date.now()
   const worker = async () => {
     while (Date.now() < deadline) {

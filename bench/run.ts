@@ -11,7 +11,8 @@ import { paymentFloor } from './floors.js'
 import { ROOT, type RunningProcess, startHello, startWishpay } from './processes.js'
 import { load, type LoadResult, newPaymentBody } from './scenarios.js'
 import { seedBasics, seedWishes } from './seed.js'
-import { type BenchStore, openBenchStore } from './stores.js'
+import { migrateToLatest } from '../src/db/migrate.js'
+import { openStore, type TestStore } from '../test/helpers/stores.js'
 
 const { values } = parseArgs({
   options: {
@@ -59,7 +60,7 @@ function row(scenario: string, result: LoadResult, server: RunningProcess, floor
   }
 }
 
-async function runStore(store: BenchStore): Promise<Row[]> {
+async function runStore(store: TestStore): Promise<Row[]> {
   const rows: Row[] = []
   const seed = await seedBasics(store)
   if (runs('list')) {
@@ -122,8 +123,10 @@ const postgresUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_
 const kinds: ('sqlite' | 'postgres')[] = values.store ? [values.store as 'sqlite' | 'postgres'] : ['sqlite', ...(postgresUrl ? ['postgres' as const] : [])]
 const machine = { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? 'unknown', memoryGb: Math.round(os.totalmem() / 2 ** 30), node: process.version }
 for (const kind of kinds) {
-  const store = await openBenchStore(kind, postgresUrl)
+  // A fresh store per run, as the tests use; seeding in bulk takes longer than the serving query bound.
+  const store = await openStore(kind, { postgresUrl, queryTimeoutMs: 0 })
   try {
+    await migrateToLatest(store.db)
     const rows = await runStore(store)
     print(kind, rows)
     if (!partial) {
@@ -132,6 +135,6 @@ for (const kind of kinds) {
       process.stdout.write(`written ${path.relative(ROOT, file)}\n`)
     }
   } finally {
-    await store.drop()
+    await store.close()
   }
 }

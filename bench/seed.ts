@@ -3,7 +3,7 @@ import { sql } from 'kysely'
 import { loadConfig } from '../src/config.js'
 import { systemClock } from '../src/lib/clock.js'
 import { createServices } from '../src/services.js'
-import type { BenchStore } from './stores.js'
+import type { TestStore } from '../test/helpers/stores.js'
 
 export interface Seed {
   key: string
@@ -13,7 +13,7 @@ export interface Seed {
 }
 
 /** An account with a write key, a mandate no run can exhaust, and one payment to read. */
-export async function seedBasics(store: BenchStore): Promise<Seed> {
+export async function seedBasics(store: TestStore): Promise<Seed> {
   const services = createServices({ config: loadConfig({}), db: store.db, clock: systemClock })
   const created = await services.accounts.createKey(`bench-${Date.now()}`, 'write')
   const ctx = { accountId: created.account_id, requestId: null }
@@ -29,10 +29,10 @@ export async function seedBasics(store: BenchStore): Promise<Seed> {
  * `count` wishes in bulk, straight through SQL: 95 % active (so offset 900000 of status=active still
  * has rows at 1M), the rest pending, fulfilled or cancelled; one millisecond apart.
  */
-export async function seedWishes(store: BenchStore, accountId: string, count: number): Promise<void> {
+export async function seedWishes(store: TestStore, accountId: string, count: number): Promise<void> {
   const start = Date.now() - count - 60_000
   if (store.name === 'sqlite') {
-    const connection = new SQLite(store.sqlitePath!)
+    const connection = new SQLite(store.sqlitePath)
     connection.pragma('journal_mode = WAL')
     const insert = connection.prepare(`insert into wishes (id, account_id, status, query, budget_max, budget_currency, protocol, category, metadata, expires_at, created_at, updated_at)
       values (?, ?, ?, ?, null, null, 'ap2', null, '{}', null, ?, ?)`)

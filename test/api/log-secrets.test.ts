@@ -6,6 +6,7 @@ import { systemClock } from '../../src/lib/clock.js'
 import { randomBase62 } from '../../src/lib/ids.js'
 import { call, killServer, stopServer, waitFor } from '../helpers/processes.js'
 import { parseResponses, rawExchange } from '../helpers/raw-http.js'
+import { header } from '../helpers/response.js'
 import { startReceiver, type Receiver } from '../helpers/receiver.js'
 import { startServer, type ServerProcess } from '../helpers/server.js'
 import { storeKinds, type TestStore } from '../helpers/stores.js'
@@ -102,10 +103,10 @@ for (const kind of storeKinds()) {
       const secret: string = endpoint.body.data.secret
       assert.match(secret, /^whsec_/)
       receiver.secret = secret
-      seen(endpoint.headers.get('request-id'))
+      seen(header(endpoint, 'request-id'))
       const wish = await call(server.url, key, 'POST', '/wishes', { query: 'a reading lamp', metadata: { note: 'hello' } })
       assert.equal(wish.status, 201, wish.raw)
-      seen(wish.headers.get('request-id'))
+      seen(header(wish, 'request-id'))
       for (const [method, path, body] of [
         ['GET', `/wishes/${wish.body.data.id}`, undefined],
         ['GET', '/wishes', undefined],
@@ -116,11 +117,11 @@ for (const kind of storeKinds()) {
       ] as const) {
         const res = await call(server.url, key, method, path, body)
         assert.ok(res.status < 500, `${method} ${path}: ${res.raw}`)
-        seen(res.headers.get('request-id'))
+        seen(header(res, 'request-id'))
       }
       const wrongKey = await call(server.url, `${key.slice(0, -4)}zzzz`, 'GET', '/wishes')
       assert.equal(wrongKey.status, 401)
-      seen(wrongKey.headers.get('request-id'))
+      seen(header(wrongKey, 'request-id'))
 
       // Hostile requests over raw sockets: every one is answered in the envelope.
       for (const [what, request] of Object.entries(hostileRequests(key))) {

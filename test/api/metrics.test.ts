@@ -1,7 +1,5 @@
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
-import http from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.js'
@@ -15,6 +13,7 @@ import { type Response, startTestApp, type TestApp, toResponse } from '../helper
 import { assertError } from '../helpers/assertions.js'
 import { TestClock } from '../helpers/clock.js'
 import { createMandate, createSucceededPayment, createWish } from '../helpers/fixtures.js'
+import { type Receiver, startReceiver } from '../helpers/receiver.js'
 import { storeKinds, type TestStore } from '../helpers/stores.js'
 
 /**
@@ -173,32 +172,12 @@ for (const kind of storeKinds()) {
   })
 }
 
-/** A webhook receiver answering by path: /ok 200, /gone 410, /fail 500. */
-async function startReceiver(): Promise<{ url: string, hits: string[], close(): Promise<void> }> {
-  const hits: string[] = []
-  const server = http.createServer((req, res) => {
-    req.resume()
-    req.on('end', () => {
-      hits.push(req.url ?? '')
-      res.statusCode = req.url === '/ok' ? 200 : req.url === '/gone' ? 410 : 500
-      res.end()
-    })
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()))
-  const { port } = server.address() as AddressInfo
-  return {
-    url: `http://127.0.0.1:${port}`,
-    hits,
-    close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()) }),
-  }
-}
-
 describe('webhook delivery outcomes in /metrics (sqlite)', () => {
   const kind = storeKinds()[0]!
   let store: TestStore | undefined
   let app: FastifyInstance | undefined
   let jobs: ReturnType<typeof createBackgroundWork> | undefined
-  let receiver: Awaited<ReturnType<typeof startReceiver>> | undefined
+  let receiver: Receiver | undefined
   let key = ''
 
   before(async () => {
@@ -213,7 +192,8 @@ describe('webhook delivery outcomes in /metrics (sqlite)', () => {
     const silent = { info() {}, warn() {}, error() {} }
     jobs = createBackgroundWork({ db: store.db, clock, config, logger: silent, payments: services.payments, onDelivery: metrics.webhookDelivery })
     key = (await services.accounts.createKey(`metrics-${randomBase62(8)}`, 'write')).key
-    receiver = await startReceiver()
+    // Answers by path: /ok 200, /gone 410, /fail 500.
+    receiver = await startReceiver({ respond: (d) => ({ status: d.path === '/ok' ? 200 : d.path === '/gone' ? 410 : 500 }) })
   })
 
   after(async () => {
@@ -238,15 +218,15 @@ describe('webhook delivery outcomes in /metrics (sqlite)', () => {
     }
 
     for (const path of ['/ok', '/fail', '/gone']) {
-      const res = await request('POST', '/webhook_endpoints', { url: `${receiver!.url}${path}`, events: ['wish.created'] })
+      const res = await request('POST', '/webhook_endpoints', { url: `${receiver!.origin}${path}`, events: ['wish.created'] })
       assert.equal(res.status, 201, res.raw)
     }
     const wish = await request('POST', '/wishes', { query: 'count my deliveries' })
     assert.equal(wish.status, 201, wish.raw)
 
     // Each endpoint gets its first attempt.
-    for (let i = 0; i < 10 && receiver!.hits.length < 3; i++) await jobs!.runOnce()
-    assert.deepEqual([...receiver!.hits].sort(), ['/fail', '/gone', '/ok'])
+    for (let i = 0; i < 10 && receiver!.deliveries.length < 3; i++) await jobs!.runOnce()
+    assert.deepEqual(receiver!.deliveries.map((d) => d.path).sort(), ['/fail', '/gone', '/ok'])
 
     const samples = await scrape()
     assert.equal(valueOf(samples, 'wishpay_webhook_deliveries_total', { outcome: 'delivered' }), 1, 'the 200')

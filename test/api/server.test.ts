@@ -1,20 +1,17 @@
 import assert from 'node:assert/strict'
-import fs from 'node:fs'
-import os from 'node:os'
-import path from 'node:path'
 import { spawn } from 'node:child_process'
 import { describe, test } from 'node:test'
 import { ROOT, WISHPAY_BIN } from '../helpers/cli.js'
 import { startServer } from '../helpers/server.js'
-import { createPostgresSchema } from '../helpers/stores.js'
+import { openStore } from '../helpers/stores.js'
 
 const banneredKey = (output: string) => /^\s+(sk_[0-9A-Za-z]{32,})\s*$/m.exec(output)?.[1]
 
 describe('wishpay serve (a real process)', () => {
   test('first embedded start prints a development key once; it works; logs never hold it; SIGTERM exits 0', async () => {
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wishpay-serve-'))
+    const store = await openStore('sqlite')
     try {
-      const first = await startServer({ DATA_DIR: dataDir })
+      const first = await startServer(store.env)
       const key = banneredKey(first.output())
       assert.ok(key, `no key in the banner:\n${first.output()}`)
       const created = await fetch(`${first.url}/wishes`, {
@@ -36,18 +33,18 @@ describe('wishpay serve (a real process)', () => {
       assert.equal(typeof line.duration_ms, 'number')
       assert.match(String(line.account_id), /^acct_/)
 
-      const second = await startServer({ DATA_DIR: dataDir })
+      const second = await startServer(store.env)
       assert.equal(banneredKey(second.output()), undefined, 'the banner was shown twice')
       assert.equal((await fetch(`${second.url}/wishes`, { headers: { authorization: `Bearer ${key}` } })).status, 200)
       assert.equal(await second.stop('SIGINT'), 0)
     } finally {
-      fs.rmSync(dataDir, { recursive: true, force: true })
+      await store.close()
     }
   })
 
   test('wishpay worker keeps running on its own until SIGTERM, then exits 0', async () => {
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wishpay-worker-'))
-    const child = spawn(process.execPath, [WISHPAY_BIN, 'worker'], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', DATA_DIR: dataDir }, stdio: ['ignore', 'pipe', 'pipe'] })
+    const store = await openStore('sqlite')
+    const child = spawn(process.execPath, [WISHPAY_BIN, 'worker'], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...store.env }, stdio: ['ignore', 'pipe', 'pipe'] })
     try {
       let output = ''
       child.stdout.on('data', (chunk) => { output += chunk })
@@ -60,26 +57,26 @@ describe('wishpay serve (a real process)', () => {
       assert.equal(await exited, 0)
     } finally {
       child.kill('SIGKILL')
-      fs.rmSync(dataDir, { recursive: true, force: true })
+      await store.close()
     }
   })
 
   test('no development key in production', async () => {
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wishpay-serve-'))
+    const store = await openStore('sqlite')
     try {
-      const server = await startServer({ DATA_DIR: dataDir, NODE_ENV: 'production' })
+      const server = await startServer({ ...store.env, NODE_ENV: 'production' })
       assert.equal(banneredKey(server.output()), undefined)
       assert.equal(await server.stop(), 0)
     } finally {
-      fs.rmSync(dataDir, { recursive: true, force: true })
+      await store.close()
     }
   })
 
   const pgUrl = process.env.TEST_DATABASE_URL
   test('several processes start at once on one new PostgreSQL schema: migrations run once, all serve', { skip: !pgUrl && 'TEST_DATABASE_URL not set' }, async () => {
-    const schema = await createPostgresSchema(pgUrl!)
+    const store = await openStore('postgres')
     try {
-      const servers = await Promise.all([1, 2, 3].map(() => startServer({ DATABASE_URL: schema.url })))
+      const servers = await Promise.all([1, 2, 3].map(() => startServer(store.env)))
       for (const server of servers) {
         assert.equal(banneredKey(server.output()), undefined, 'no development key on PostgreSQL')
         assert.equal((await fetch(`${server.url}/readyz`)).status, 200)
@@ -88,7 +85,7 @@ describe('wishpay serve (a real process)', () => {
       assert.equal(migrated.length, 1, 'exactly one process applied the migrations')
       for (const server of servers) assert.equal(await server.stop(), 0)
     } finally {
-      await schema.drop()
+      await store.close()
     }
   })
 })

@@ -8,15 +8,11 @@ import type { JobRunner } from '../../src/jobs/runner.js'
 import { createAccountService } from '../../src/modules/accounts/service.js'
 import { createServices, type Services } from '../../src/services.js'
 import { TestClock } from './clock.js'
+import { type Response, toResponse } from './response.js'
 import type { StoreKind, TestStore } from './stores.js'
 
-export interface Response {
-  status: number
-  headers: Record<string, string | string[] | number | undefined>
-  /** Parsed JSON body, or undefined when there is none. */
-  body: any
-  raw: string
-}
+// The response type is test/helpers/response.ts; in-process tests import it from here with the app.
+export { parseBody, type Response, toResponse } from './response.js'
 
 export interface TestAccount {
   id: string
@@ -40,19 +36,6 @@ export interface TestApp {
   account(): Promise<TestAccount>
   inject(options: InjectOptions): Promise<Response>
   close(): Promise<void>
-}
-
-/** A response body as JSON, or undefined when it is empty or not JSON. */
-export function parseBody(raw: string): any {
-  try {
-    return raw === '' ? undefined : JSON.parse(raw)
-  } catch {
-    return undefined
-  }
-}
-
-export function toResponse(res: { statusCode: number, headers: Response['headers'], payload: string }): Response {
-  return { status: res.statusCode, headers: res.headers, body: parseBody(res.payload), raw: res.payload }
 }
 
 /** Opens a new store of this kind, migrates it and builds the app around it. */

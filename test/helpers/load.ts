@@ -1,45 +1,10 @@
-import fs from 'node:fs'
 import http from 'node:http'
-import os from 'node:os'
-import path from 'node:path'
-import { type Database, openDatabase } from '../../src/db/database.js'
-import { createPostgresSchema } from './stores.js'
-import { parseBody } from './app.js'
+import { fromIncoming, type Response } from './response.js'
 
 /**
  * Load for the process tests (test/reliability): a pool of workers that keeps a number of requests
  * in flight, and requests that a test holds open on the server at a known point.
  */
-
-/** A store for server processes: what points them at it, a way to read it, and its removal. */
-export interface ProcessStore {
-  name: 'sqlite' | 'postgres'
-  env: Record<string, string>
-  open(): Database
-  cleanup(): Promise<void>
-}
-
-/** A new SQLite store in a temporary DATA_DIR. */
-export function sqliteProcessStore(prefix: string): ProcessStore {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `${prefix}-`))
-  return {
-    name: 'sqlite',
-    env: { DATA_DIR: dir },
-    open: () => openDatabase({ sqlitePath: path.join(dir, 'wishpay.db') }),
-    cleanup: async () => fs.rmSync(dir, { recursive: true, force: true }),
-  }
-}
-
-/** A new, empty PostgreSQL schema on `url`. */
-export async function postgresProcessStore(url: string): Promise<ProcessStore> {
-  const schema = await createPostgresSchema(url)
-  return {
-    name: 'postgres',
-    env: { DATABASE_URL: schema.url },
-    open: () => openDatabase({ databaseUrl: url, postgresSchema: schema.schema }),
-    cleanup: () => schema.drop(),
-  }
-}
 
 /**
  * Runs `concurrency` workers at once; each calls `work` again and again until it returns false.
@@ -60,7 +25,7 @@ export async function runWorkers(concurrency: number, work: (worker: number) => 
 
 /** What a held request ended with: an HTTP answer, or the error that ended its connection. */
 export type HeldOutcome =
-  | { kind: 'answer', status: number, headers: http.IncomingHttpHeaders, raw: string, body: any }
+  | ({ kind: 'answer' } & Response)
   | { kind: 'error', error: Error }
 
 export interface HeldRequest {
@@ -121,7 +86,7 @@ export function heldRequest(baseUrl: string, key: string, method: string, path: 
       res.setEncoding('utf8')
       res.on('data', (chunk: string) => { raw += chunk })
       res.on('end', () => {
-        resolve({ kind: 'answer', status: res.statusCode ?? 0, headers: res.headers, raw, body: parseBody(raw) })
+        resolve({ kind: 'answer', ...fromIncoming(res, raw) })
       })
       res.on('error', (error) => resolve({ kind: 'error', error }))
     })

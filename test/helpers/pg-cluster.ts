@@ -1,8 +1,8 @@
 import { execFile } from 'node:child_process'
 import fs from 'node:fs'
-import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
+import { freePort } from './receiver.js'
 
 /**
  * A throw-away PostgreSQL cluster (initdb + pg_ctl) on a port of its own, for tests that stop and
@@ -47,17 +47,6 @@ export function findPostgresBin(): string | undefined {
   return candidates[0]
 }
 
-/** A port that was free a moment ago. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
-}
 
 function run(file: string, args: string[], timeoutMs: number): Promise<{ stdout: string, stderr: string }> {
   return new Promise((resolve, reject) => {

@@ -1,20 +1,10 @@
 import assert from 'node:assert/strict'
 import { runCli } from './cli.js'
 import type { ServerProcess } from './server.js'
-import { parseBody } from './app.js'
-
-/** A parsed HTTP answer from a real server process. */
-export interface HttpAnswer {
-  status: number
-  headers: Headers
-  /** The body exactly as sent. */
-  raw: string
-  /** Parsed JSON body, or undefined when there is none or it is not JSON. */
-  body: any
-}
+import { fromFetch, type Response } from './response.js'
 
 /** An authenticated JSON request to a server process. */
-export async function call(baseUrl: string, key: string, method: string, path: string, body?: unknown): Promise<HttpAnswer> {
+export async function call(baseUrl: string, key: string, method: string, path: string, body?: unknown): Promise<Response> {
   const headers: Record<string, string> = { authorization: `Bearer ${key}` }
   if (body !== undefined) headers['content-type'] = 'application/json'
   const res = await fetch(`${baseUrl}${path}`, {
@@ -22,9 +12,7 @@ export async function call(baseUrl: string, key: string, method: string, path: s
     headers,
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
   })
-  const raw = await res.text()
-  const parsed = parseBody(raw)
-  return { status: res.status, headers: res.headers, raw, body: parsed }
+  return fromFetch(res, await res.text())
 }
 
 /** Creates a write key with the real CLI against the store `env` points at; returns the secret. */

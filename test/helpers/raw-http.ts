@@ -1,5 +1,5 @@
 import net from 'node:net'
-import { parseBody, type Response } from './app.js'
+import { parseBody, type Response } from './response.js'
 
 /** Everything a server wrote back on one raw connection, and how the connection ended. */
 export interface RawExchange {

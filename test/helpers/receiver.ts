@@ -30,6 +30,8 @@ export type Responder = (delivery: Omit<Delivery, 'answered'>, n: number) => Ans
 
 export interface Receiver {
   port: number
+  /** http://127.0.0.1:<port>, for endpoints on paths of their own. */
+  origin: string
   /** http://127.0.0.1:<port>/hooks */
   url: string
   deliveries: Delivery[]
@@ -103,6 +105,7 @@ export async function startReceiver(options: { port?: number, respond?: Responde
   const { port } = server.address() as AddressInfo
   const receiver: Receiver = {
     port,
+    origin: `http://127.0.0.1:${port}`,
     url: `http://127.0.0.1:${port}/hooks`,
     deliveries,
     secret: options.secret,

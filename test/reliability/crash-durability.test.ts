@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import type { Database } from '../../src/db/database.js'
-import { type ProcessStore, postgresProcessStore, runWorkers, sqliteProcessStore } from '../helpers/load.js'
-import { call, createKeyWithCli, type HttpAnswer, inAnHour, killServer, stopServer } from '../helpers/processes.js'
+import { runWorkers } from '../helpers/load.js'
+import { call, createKeyWithCli, inAnHour, killServer, stopServer } from '../helpers/processes.js'
+import { header, type Response } from '../helpers/response.js'
 import { type ServerProcess, startServer } from '../helpers/server.js'
+import { openStore, type TestStore } from '../helpers/stores.js'
 
 /**
  * Payments survive a SIGKILL under load (contract sections 5 and 6): every payment the client was told
@@ -21,7 +22,7 @@ interface Attempt {
   key: string
   amount: number
   /** The 201 the client received before the kill, if it received one. */
-  ack?: HttpAnswer
+  ack?: Response
 }
 
 function paymentBody(mandateId: string, attempt: Attempt) {
@@ -42,10 +43,9 @@ async function allPaymentsOf(url: string, key: string, mandateId: string): Promi
   }
 }
 
-async function crashUnderLoad(store: ProcessStore, note: (message: string) => void): Promise<void> {
+async function crashUnderLoad(store: TestStore, note: (message: string) => void): Promise<void> {
   const env = { ...store.env, LOG_LEVEL: 'info', RATE_LIMIT_PER_SECOND: '1000000' }
   const servers: ServerProcess[] = []
-  let db: Database | undefined
   try {
     const first = await startServer(env)
     servers.push(first)
@@ -110,7 +110,7 @@ async function crashUnderLoad(store: ProcessStore, note: (message: string) => vo
       assert.deepEqual(read.body.data, ack.body.data, `${attempt.key}: the stored payment is the acknowledged one`)
       const retry = await call(second.url, key, 'POST', '/payments', paymentBody(mandateId, attempt))
       assert.equal(retry.status, 201, `${attempt.key}: retry of an acknowledged payment: ${retry.raw}`)
-      assert.equal(retry.headers.get('idempotent-replayed'), 'true', `${attempt.key}: the retry is a replay`)
+      assert.equal(header(retry, 'idempotent-replayed'), 'true', `${attempt.key}: the retry is a replay`)
       assert.equal(retry.raw, ack.raw, `${attempt.key}: the replay is byte-identical to the acknowledged answer`)
       return true
     })
@@ -126,10 +126,10 @@ async function crashUnderLoad(store: ProcessStore, note: (message: string) => vo
       assert.equal(retry.status, 201, `${attempt.key}: retry of a cut-off payment: ${retry.raw}`)
       assert.equal(retry.body.data.status, 'succeeded', retry.raw)
       assert.equal(retry.body.data.amount, attempt.amount)
-      if (retry.headers.get('idempotent-replayed') === 'true') committedBeforeKill++
+      if (header(retry, 'idempotent-replayed') === 'true') committedBeforeKill++
       const again = await call(second.url, key, 'POST', '/payments', paymentBody(mandateId, attempt))
       assert.equal(again.status, 201, again.raw)
-      assert.equal(again.headers.get('idempotent-replayed'), 'true', `${attempt.key}: a second retry replays`)
+      assert.equal(header(again, 'idempotent-replayed'), 'true', `${attempt.key}: a second retry replays`)
       assert.equal(again.raw, retry.raw, `${attempt.key}: one payment per key`)
       idOfKey.set(attempt.key, retry.body.data.id as string)
       return true
@@ -157,7 +157,7 @@ async function crashUnderLoad(store: ProcessStore, note: (message: string) => vo
     assert.deepEqual(await stopServer(second), { code: 0, killed: false }, 'SIGTERM stops the restarted server with 0')
 
     // What the store holds: one payment and one idempotency record per key.
-    db = store.open()
+    const db = store.db
     const rows = await db.kysely.selectFrom('payments').select(['id', 'amount', 'status'])
       .where('mandate_id', '=', mandateId).execute()
     assert.equal(rows.length, attempts.length)
@@ -171,18 +171,17 @@ async function crashUnderLoad(store: ProcessStore, note: (message: string) => vo
     assert.deepEqual(stored, { amount_used: sum, uses_count: succeeded.length })
   } finally {
     for (const server of servers) await killServer(server)
-    await db?.close()
-    await store.cleanup()
+    await store.close()
   }
 }
 
 describe('payments survive a SIGKILL under load', () => {
   test('on SQLite', async (t) => {
-    await crashUnderLoad(sqliteProcessStore('wishpay-crash'), (m) => t.diagnostic(m))
+    await crashUnderLoad(await openStore('sqlite'), (m) => t.diagnostic(m))
   })
 
   const pgUrl = process.env.TEST_DATABASE_URL
   test('on PostgreSQL', { skip: !pgUrl && 'TEST_DATABASE_URL not set' }, async (t) => {
-    await crashUnderLoad(await postgresProcessStore(pgUrl!), (m) => t.diagnostic(m))
+    await crashUnderLoad(await openStore('postgres'), (m) => t.diagnostic(m))
   })
 })

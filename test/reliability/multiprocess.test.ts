@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { type Database, openDatabase } from '../../src/db/database.js'
+import type { Database } from '../../src/db/database.js'
 import { eventTypesOf } from '../helpers/fixtures.js'
-import { call, createKeyWithCli, type HttpAnswer, inAnHour, killServer, stopServer } from '../helpers/processes.js'
+import { call, createKeyWithCli, inAnHour, killServer, stopServer } from '../helpers/processes.js'
+import { header, type Response } from '../helpers/response.js'
 import { type ServerProcess, startServer } from '../helpers/server.js'
-import { createPostgresSchema } from '../helpers/stores.js'
+import { openStore, type TestStore } from '../helpers/stores.js'
 
 /**
  * Three `wishpay serve` processes on one PostgreSQL schema (contract sections 5 and 6): an idempotency
@@ -14,7 +15,7 @@ import { createPostgresSchema } from '../helpers/stores.js'
 const pgUrl = process.env.TEST_DATABASE_URL
 
 describe('three server processes on one PostgreSQL', { skip: !pgUrl && 'needs PostgreSQL (TEST_DATABASE_URL)' }, () => {
-  let schema: Awaited<ReturnType<typeof createPostgresSchema>> | undefined
+  let store: TestStore | undefined
   const servers: ServerProcess[] = []
   let db: Database | undefined
   let key = ''
@@ -28,14 +29,14 @@ describe('three server processes on one PostgreSQL', { skip: !pgUrl && 'needs Po
   }
 
   before(async () => {
-    schema = await createPostgresSchema(pgUrl!)
-    const env = { DATABASE_URL: schema.url }
+    store = await openStore('postgres')
+    const env = store.env
     const started = await Promise.allSettled([1, 2, 3].map(() => startServer(env)))
     for (const s of started) if (s.status === 'fulfilled') servers.push(s.value)
     const failed = started.find((s) => s.status === 'rejected')
     if (failed) throw (failed as PromiseRejectedResult).reason
     key = (await createKeyWithCli(env, 'multiprocess-test')).key
-    db = openDatabase({ databaseUrl: pgUrl!, postgresSchema: schema.schema })
+    db = store.db
   })
 
   after(async () => {
@@ -44,8 +45,7 @@ describe('three server processes on one PostgreSQL', { skip: !pgUrl && 'needs Po
       codes = await Promise.all(servers.map((s) => stopServer(s, 'SIGTERM')))
     } finally {
       for (const s of servers) await killServer(s)
-      await db?.close()
-      await schema?.drop()
+      await store?.close()
     }
     assert.deepEqual(codes, servers.map(() => ({ code: 0, killed: false })), 'every server exits 0 on SIGTERM')
   })
@@ -64,13 +64,13 @@ describe('three server processes on one PostgreSQL', { skip: !pgUrl && 'needs Po
     for (const a of inUse) {
       assert.equal(a.body?.error?.code, 'idempotency_key_in_use', a.raw)
       assert.equal(a.body?.error?.type, 'conflict_error', a.raw)
-      assert.match(a.headers.get('retry-after') ?? '', /^\d+$/)
+      assert.match(header(a, 'retry-after') ?? '', /^\d+$/)
     }
     const bodies = new Set(created.map((a) => a.raw))
     assert.equal(bodies.size, 1, `201 bodies differ:\n${[...bodies].join('\n')}`)
-    const fresh = created.filter((a) => a.headers.get('idempotent-replayed') === null)
+    const fresh = created.filter((a) => header(a, 'idempotent-replayed') === undefined)
     assert.equal(fresh.length, 1, 'exactly one 201 was processed; the others are replays')
-    for (const a of created.filter((c) => c !== fresh[0])) assert.equal(a.headers.get('idempotent-replayed'), 'true')
+    for (const a of created.filter((c) => c !== fresh[0])) assert.equal(header(a, 'idempotent-replayed'), 'true')
 
     const payment = created[0]!.body.data
     assert.equal(payment.status, 'succeeded')
@@ -86,12 +86,12 @@ describe('three server processes on one PostgreSQL', { skip: !pgUrl && 'needs Po
     const retry = await call(server(2).url, key, 'POST', '/payments', body)
     assert.equal(retry.status, 201)
     assert.equal(retry.raw, created[0]!.raw)
-    assert.equal(retry.headers.get('idempotent-replayed'), 'true')
+    assert.equal(header(retry, 'idempotent-replayed'), 'true')
   })
 
   test('150 concurrent payments of 10 over 3 processes against a budget of 1000: exactly 100 succeed', async () => {
     const mandateId = await mandate({ max_amount: 10, budget_amount: 1000, usage: 'multi_use' })
-    const answers: HttpAnswer[] = await Promise.all(Array.from({ length: 150 }, (_, i) => call(server(i).url, key, 'POST', '/payments', {
+    const answers: Response[] = await Promise.all(Array.from({ length: 150 }, (_, i) => call(server(i).url, key, 'POST', '/payments', {
       mandate_id: mandateId, amount: 10, payment_method: 'card', idempotency_key: `budget-${i}`,
     })))
 

@@ -5,7 +5,7 @@ import { createKeyWithCli, inAnHour, killServer, stopServer } from '../helpers/p
 import { type PgCluster, startPgCluster } from '../helpers/pg-cluster.js'
 import { type ServerProcess, startServer } from '../helpers/server.js'
 import { SERVING_QUERY_TIMEOUT_MS } from '../../src/db/database.js'
-import { parseBody } from '../helpers/app.js'
+import { parseBody } from '../helpers/response.js'
 
 /**
  * PostgreSQL goes away under a running `wishpay serve` and comes back (contract sections 2 and 8):

@@ -1,50 +1,21 @@
 import assert from 'node:assert/strict'
-import fs from 'node:fs'
-import os from 'node:os'
-import path from 'node:path'
 import { describe, test } from 'node:test'
-import { type Database, openDatabase } from '../../src/db/database.js'
 import { eventTypesOf } from '../helpers/fixtures.js'
 import { call, createKeyWithCli, inAnHour, killServer, stopServer, waitFor } from '../helpers/processes.js'
 import { type ServerProcess, startServer } from '../helpers/server.js'
-import { createPostgresSchema } from '../helpers/stores.js'
+import { openStore, type TestStore } from '../helpers/stores.js'
 
 /**
  * Settlement is durable: a bank_transfer payment accepted by a process that is then SIGKILLed is
  * settled by the next process on the same store, once, with each event once.
  */
 
-interface RestartStore {
-  env: Record<string, string>
-  open(): Database
-  cleanup(): Promise<void>
-}
-
-async function sqliteStore(): Promise<RestartStore> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wishpay-restart-'))
-  return {
-    env: { DATA_DIR: dir },
-    open: () => openDatabase({ sqlitePath: path.join(dir, 'wishpay.db') }),
-    cleanup: async () => fs.rmSync(dir, { recursive: true, force: true }),
-  }
-}
-
-async function postgresStore(url: string): Promise<RestartStore> {
-  const schema = await createPostgresSchema(url)
-  return {
-    env: { DATABASE_URL: schema.url },
-    open: () => openDatabase({ databaseUrl: url, postgresSchema: schema.schema }),
-    cleanup: () => schema.drop(),
-  }
-}
-
 const SETTLEMENT_DELAY_MS = 1500
 const POLL_MS = 15_000
 
-async function settlementSurvivesKill(store: RestartStore, note: (message: string) => void): Promise<void> {
+async function settlementSurvivesKill(store: TestStore, note: (message: string) => void): Promise<void> {
   const env = { ...store.env, SANDBOX_SETTLEMENT_DELAY_MS: String(SETTLEMENT_DELAY_MS), LOG_LEVEL: 'info' }
   const servers: ServerProcess[] = []
-  let db: Database | undefined
   try {
     const first = await startServer(env)
     servers.push(first)
@@ -64,7 +35,7 @@ async function settlementSurvivesKill(store: RestartStore, note: (message: strin
     await killServer(first)
     assert.equal(first.child.signalCode, 'SIGKILL')
 
-    db = store.open()
+    const db = store.db
     const jobs = await db.kysely.selectFrom('jobs').selectAll().where('type', '=', 'payment.settle').execute()
     assert.equal(jobs.length, 1, 'the settlement job survived the kill')
     // Had the killed process been in the middle of a step, its lease must run out first.
@@ -92,18 +63,17 @@ async function settlementSurvivesKill(store: RestartStore, note: (message: strin
     assert.deepEqual(await stopServer(second), { code: 0, killed: false })
   } finally {
     for (const server of servers) await killServer(server)
-    await db?.close()
-    await store.cleanup()
+    await store.close()
   }
 }
 
 describe('settlement survives a SIGKILL and restart', () => {
   test('on SQLite', async (t) => {
-    await settlementSurvivesKill(await sqliteStore(), (m) => t.diagnostic(m))
+    await settlementSurvivesKill(await openStore('sqlite'), (m) => t.diagnostic(m))
   })
 
   const pgUrl = process.env.TEST_DATABASE_URL
   test('on PostgreSQL', { skip: !pgUrl && 'TEST_DATABASE_URL not set' }, async (t) => {
-    await settlementSurvivesKill(await postgresStore(pgUrl!), (m) => t.diagnostic(m))
+    await settlementSurvivesKill(await openStore('postgres'), (m) => t.diagnostic(m))
   })
 })

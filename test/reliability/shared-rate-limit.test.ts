@@ -1,13 +1,11 @@
 import assert from 'node:assert/strict'
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
-import fs from 'node:fs'
-import os from 'node:os'
-import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { Redis } from 'ioredis'
-import { call, createKeyWithCli, type HttpAnswer, killServer, stopServer, waitFor } from '../helpers/processes.js'
+import { call, createKeyWithCli, killServer, stopServer, waitFor } from '../helpers/processes.js'
+import { header, type Response } from '../helpers/response.js'
 import { type ServerProcess, startServer } from '../helpers/server.js'
-import { createPostgresSchema } from '../helpers/stores.js'
+import { openStore, type TestStore } from '../helpers/stores.js'
 
 /**
  * RATE_LIMIT_PER_SECOND with REDIS_URL (contract section 8): the limit of one API key is shared by
@@ -34,7 +32,7 @@ const START_TIMEOUT_MS = 120_000
 
 const redisAnswers = () => spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', '6379', 'ping'], { encoding: 'utf8', timeout: 5_000 }).stdout?.trim() === 'PONG'
 
-interface Answer { server: number, answer: HttpAnswer }
+interface Answer { server: number, answer: Response }
 
 async function get(servers: ServerProcess[], i: number, key: string): Promise<Answer> {
   const server = servers[i]!
@@ -53,15 +51,15 @@ async function get(servers: ServerProcess[], i: number, key: string): Promise<An
  */
 function remaining({ answer }: Answer, windowSeconds = 1): number {
   assert.ok(answer.status === 200 || answer.status === 429, `every answer is 200 or 429: ${answer.status} ${answer.raw}`)
-  assert.equal(answer.headers.get('ratelimit-policy'), POLICY, answer.raw)
-  const match = RATE_LIMIT.exec(answer.headers.get('ratelimit') ?? '')
-  assert.ok(match, `RateLimit header: ${answer.headers.get('ratelimit')}`)
+  assert.equal(header(answer, 'ratelimit-policy'), POLICY, answer.raw)
+  const match = RATE_LIMIT.exec(header(answer, 'ratelimit') ?? '')
+  assert.ok(match, `RateLimit header: ${header(answer, 'ratelimit')}`)
   const t = Number(match[2])
   assert.ok(t >= 1 && t <= windowSeconds, `t is the seconds left in the window: ${t}`)
   if (answer.status === 429) {
     assert.equal(answer.body?.error?.type, 'rate_limit_error', answer.raw)
     assert.equal(answer.body?.error?.code, 'rate_limited', answer.raw)
-    assert.match(answer.headers.get('retry-after') ?? '', /^[1-9]\d*$/)
+    assert.match(header(answer, 'retry-after') ?? '', /^[1-9]\d*$/)
     assert.equal(Number(match[1]), 0)
   }
   return Number(match[1])
@@ -106,8 +104,7 @@ function untilAllowed(servers: ServerProcess[], server: number, key: string): Pr
 describe('one rate limit shared by two server processes through Redis', () => {
   let redisChild: ChildProcess | undefined
   let redis: Redis | undefined
-  let dataDir: string | undefined
-  let schema: Awaited<ReturnType<typeof createPostgresSchema>> | undefined
+  let store: TestStore | undefined
   const shared: ServerProcess[] = []
   const separate: ServerProcess[] = []
   let storeEnv: Record<string, string> = {}
@@ -123,13 +120,8 @@ describe('one rate limit shared by two server processes through Redis', () => {
     redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 })
     await redis.connect()
 
-    if (pgUrl) {
-      schema = await createPostgresSchema(pgUrl)
-      storeEnv = { DATABASE_URL: schema.url }
-    } else {
-      dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wishpay-shared-limit-'))
-      storeEnv = { DATA_DIR: dataDir }
-    }
+    store = await openStore(pgUrl ? 'postgres' : 'sqlite')
+    storeEnv = store.env
     const common = { ...storeEnv, RATE_LIMIT_PER_SECOND: String(LIMIT) }
     // The first migrates the store; then the others start together.
     shared.push(await startServer({ ...common, REDIS_URL }, START_TIMEOUT_MS))
@@ -146,7 +138,7 @@ describe('one rate limit shared by two server processes through Redis', () => {
     for (const server of shared) {
       await waitFor(async () => {
         const res = await call(server.url, warmUp.key, 'GET', '/wishes')
-        return res.headers.get('ratelimit') !== null ? true : undefined
+        return header(res, 'ratelimit') !== undefined ? true : undefined
       }, 60_000, 'the server to count requests in Redis', 200)
     }
     // The counter lives for one window only: ask until one is seen.
@@ -165,8 +157,7 @@ describe('one rate limit shared by two server processes through Redis', () => {
     } finally {
       for (const s of all) await killServer(s)
       redis?.disconnect()
-      await schema?.drop()
-      if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true })
+      await store?.close()
       if (redisChild && redisChild.exitCode === null) {
         const exited = new Promise((resolve) => redisChild!.once('exit', resolve))
         redisChild.kill('SIGTERM')

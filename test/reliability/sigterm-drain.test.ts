@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict'
 import http from 'node:http'
 import { describe, test } from 'node:test'
-import type { Database } from '../../src/db/database.js'
-import {
-  type HeldOutcome, type HeldRequest, heldRequest, type ProcessStore, postgresProcessStore, probeNewConnection, sqliteProcessStore,
-} from '../helpers/load.js'
+import { type HeldOutcome, type HeldRequest, heldRequest, probeNewConnection } from '../helpers/load.js'
 import { call, createKeyWithCli, inAnHour, killServer, stopServer, waitFor } from '../helpers/processes.js'
+import { header } from '../helpers/response.js'
 import { type ServerProcess, startServer } from '../helpers/server.js'
+import { openStore, type TestStore } from '../helpers/stores.js'
 
 /**
  * Graceful shutdown (contract section 8, src/server.ts): on SIGTERM the server stops accepting, finishes
@@ -46,11 +45,10 @@ function shuttingDown(server: ServerProcess): Promise<true> {
   return waitFor(async () => (server.logs().some((l) => l.msg === 'shutting down') ? true : undefined), 5_000, 'the "shutting down" log line', 10)
 }
 
-async function drainOnSigterm(store: ProcessStore, agent: http.Agent | undefined, note: (message: string) => void): Promise<void> {
+async function drainOnSigterm(store: TestStore, agent: http.Agent | undefined, note: (message: string) => void): Promise<void> {
   const env = { ...store.env, LOG_LEVEL: 'info', RATE_LIMIT_PER_SECOND: '1000000', SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS) }
   const servers: ServerProcess[] = []
   const held: HeldRequest[] = []
-  let db: Database | undefined
   try {
     const first = await startServer(env)
     servers.push(first)
@@ -117,7 +115,7 @@ async function drainOnSigterm(store: ProcessStore, agent: http.Agent | undefined
       assert.deepEqual(read.body.data, answer.body.data)
       const retry = await call(second.url, key, 'POST', '/payments', bodies[index])
       assert.equal(retry.status, 201, retry.raw)
-      assert.equal(retry.headers.get('idempotent-replayed'), 'true')
+      assert.equal(header(retry, 'idempotent-replayed'), 'true')
       assert.equal(retry.raw, answer.raw)
     }
     const after = await call(second.url, key, 'GET', `/mandates/${mandateId}`)
@@ -125,14 +123,12 @@ async function drainOnSigterm(store: ProcessStore, agent: http.Agent | undefined
     assert.equal(after.body.data.uses_count, PAYMENTS)
     assert.deepEqual(await stopServer(second), { code: 0, killed: false })
 
-    db = store.open()
-    const rows = await db.kysely.selectFrom('payments').select('id').where('mandate_id', '=', mandateId).execute()
+    const rows = await store.db.kysely.selectFrom('payments').select('id').where('mandate_id', '=', mandateId).execute()
     assert.equal(rows.length, PAYMENTS)
   } finally {
     for (const h of held) h.release()
     for (const server of servers) await killServer(server)
-    await db?.close()
-    await store.cleanup()
+    await store.close()
   }
 }
 
@@ -141,7 +137,7 @@ async function drainOnSigterm(store: ProcessStore, agent: http.Agent | undefined
  * is closed, nothing of it is kept, and the process exits 0 shortly after the bound. The request is a
  * payment whose body never arrives, so it is certainly still in flight when the bound passes.
  */
-async function boundedShutdown(store: ProcessStore, note: (message: string) => void): Promise<void> {
+async function boundedShutdown(store: TestStore, note: (message: string) => void): Promise<void> {
   const bound = 500
   const env = { ...store.env, LOG_LEVEL: 'info', SHUTDOWN_TIMEOUT_MS: String(bound) }
   const servers: ServerProcess[] = []
@@ -179,7 +175,7 @@ async function boundedShutdown(store: ProcessStore, note: (message: string) => v
     servers.push(second)
     const retry = await call(second.url, key, 'POST', '/payments', body)
     assert.equal(retry.status, 201, retry.raw)
-    assert.equal(retry.headers.get('idempotent-replayed'), null, 'the cut-off request had not been saved')
+    assert.equal(header(retry, 'idempotent-replayed'), undefined, 'the cut-off request had not been saved')
     const after = await call(second.url, key, 'GET', `/mandates/${mandate.body.data.id}`)
     assert.equal(after.body.data.amount_used, 40)
     assert.equal(after.body.data.uses_count, 1)
@@ -187,7 +183,7 @@ async function boundedShutdown(store: ProcessStore, note: (message: string) => v
   } finally {
     stuck?.release()
     for (const server of servers) await killServer(server)
-    await store.cleanup()
+    await store.close()
   }
 }
 
@@ -204,13 +200,13 @@ function refusedOrUnavailable(probe: Awaited<ReturnType<typeof probeNewConnectio
 
 describe('SIGTERM drains the requests in flight', { concurrency: true }, () => {
   test('on SQLite, connections closed after each answer', async (t) => {
-    await drainOnSigterm(sqliteProcessStore('wishpay-drain'), undefined, (m) => t.diagnostic(m))
+    await drainOnSigterm(await openStore('sqlite'), undefined, (m) => t.diagnostic(m))
   })
 
   test('on SQLite, keep-alive connections (as most HTTP clients keep them)', async (t) => {
     const agent = new http.Agent({ keepAlive: true })
     try {
-      await drainOnSigterm(sqliteProcessStore('wishpay-drain'), agent, (m) => t.diagnostic(m))
+      await drainOnSigterm(await openStore('sqlite'), agent, (m) => t.diagnostic(m))
     } finally {
       agent.destroy()
     }
@@ -218,12 +214,12 @@ describe('SIGTERM drains the requests in flight', { concurrency: true }, () => {
 
   const pgUrl = process.env.TEST_DATABASE_URL
   test('on PostgreSQL, connections closed after each answer', { skip: !pgUrl && 'TEST_DATABASE_URL not set' }, async (t) => {
-    await drainOnSigterm(await postgresProcessStore(pgUrl!), undefined, (m) => t.diagnostic(m))
+    await drainOnSigterm(await openStore('postgres'), undefined, (m) => t.diagnostic(m))
   })
 })
 
 describe('SIGTERM with a request that outlives SHUTDOWN_TIMEOUT_MS', () => {
   test('on SQLite', async (t) => {
-    await boundedShutdown(sqliteProcessStore('wishpay-bound'), (m) => t.diagnostic(m))
+    await boundedShutdown(await openStore('sqlite'), (m) => t.diagnostic(m))
   })
 })

@@ -1,13 +1,9 @@
 import assert from 'node:assert/strict'
-import fs from 'node:fs'
-import os from 'node:os'
-import path from 'node:path'
 import { describe, test } from 'node:test'
-import { type Database, openDatabase } from '../../src/db/database.js'
 import { call, createKeyWithCli, killServer, stopServer, waitFor } from '../helpers/processes.js'
 import { freePort, type Receiver, startReceiver, verifyDelivery } from '../helpers/receiver.js'
 import { type ServerProcess, startServer } from '../helpers/server.js'
-import { createPostgresSchema } from '../helpers/stores.js'
+import { openStore, type TestStore } from '../helpers/stores.js'
 
 /**
  * Webhooks are never lost on a crash (contract section 7): deliveries still pending when a server is
@@ -15,38 +11,13 @@ import { createPostgresSchema } from '../helpers/stores.js'
  * each signed so that the receiver verifies it.
  */
 
-interface CrashStore {
-  env: Record<string, string>
-  open(): Database
-  cleanup(): Promise<void>
-}
-
-async function sqliteStore(): Promise<CrashStore> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wishpay-webhook-crash-'))
-  return {
-    env: { DATA_DIR: dir },
-    open: () => openDatabase({ sqlitePath: path.join(dir, 'wishpay.db') }),
-    cleanup: async () => fs.rmSync(dir, { recursive: true, force: true }),
-  }
-}
-
-async function postgresStore(url: string): Promise<CrashStore> {
-  const schema = await createPostgresSchema(url)
-  return {
-    env: { DATABASE_URL: schema.url },
-    open: () => openDatabase({ databaseUrl: url, postgresSchema: schema.schema }),
-    cleanup: () => schema.drop(),
-  }
-}
-
 const WISHES = 5
 const POLL_MS = 30_000
 const DELIVER_JOB = 'webhook.deliver'
 
-async function deliveriesSurviveKill(store: CrashStore, note: (message: string) => void): Promise<void> {
+async function deliveriesSurviveKill(store: TestStore, note: (message: string) => void): Promise<void> {
   const servers: ServerProcess[] = []
   let receiver: Receiver | undefined
-  let db: Database | undefined
   try {
     // Nothing listens here until the first server is gone: every attempt it makes is refused.
     const port = await freePort()
@@ -85,7 +56,7 @@ async function deliveriesSurviveKill(store: CrashStore, note: (message: string) 
     await killServer(first)
     assert.equal(first.child.signalCode, 'SIGKILL')
 
-    db = store.open()
+    const db = store.db
     const jobs = await db.kysely.selectFrom('jobs').selectAll().where('type', '=', DELIVER_JOB).execute()
     assert.equal(jobs.length, WISHES, 'every delivery is still queued after the kill')
     assert.deepEqual(jobs.map((j) => (JSON.parse(j.payload) as { event_id: string }).event_id).sort(), eventIds)
@@ -111,9 +82,8 @@ async function deliveriesSurviveKill(store: CrashStore, note: (message: string) 
     assert.deepEqual([...new Set(r.ids())].sort(), eventIds)
 
     // Each delivery is recorded as done and leaves the queue.
-    const openDb = db
     await waitFor(async () => {
-      const left = await openDb.kysely.selectFrom('jobs').select('id').where('type', '=', DELIVER_JOB).execute()
+      const left = await db.kysely.selectFrom('jobs').select('id').where('type', '=', DELIVER_JOB).execute()
       return left.length === 0 ? true : undefined
     }, 10_000, 'the delivery jobs to finish', 100)
     const log = await call(second.url, key, 'GET', `/webhook_endpoints/${endpointId}/deliveries?limit=100`)
@@ -125,18 +95,17 @@ async function deliveriesSurviveKill(store: CrashStore, note: (message: string) 
   } finally {
     for (const server of servers) await killServer(server)
     await receiver?.close()
-    await db?.close()
-    await store.cleanup()
+    await store.close()
   }
 }
 
 describe('pending webhook deliveries survive a SIGKILL and restart', () => {
   test('on SQLite', async (t) => {
-    await deliveriesSurviveKill(await sqliteStore(), (m) => t.diagnostic(m))
+    await deliveriesSurviveKill(await openStore('sqlite'), (m) => t.diagnostic(m))
   })
 
   const pgUrl = process.env.TEST_DATABASE_URL
   test('on PostgreSQL', { skip: !pgUrl && 'TEST_DATABASE_URL not set' }, async (t) => {
-    await deliveriesSurviveKill(await postgresStore(pgUrl!), (m) => t.diagnostic(m))
+    await deliveriesSurviveKill(await openStore('postgres'), (m) => t.diagnostic(m))
   })
 })

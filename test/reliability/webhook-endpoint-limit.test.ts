@@ -1,12 +1,9 @@
 import assert from 'node:assert/strict'
-import fs from 'node:fs'
-import os from 'node:os'
-import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { MAX_WEBHOOK_ENDPOINTS_PER_ACCOUNT as LIMIT } from '../../src/modules/webhooks/service.js'
 import { call, createKeyWithCli, killServer, stopServer } from '../helpers/processes.js'
 import { type ServerProcess, startServer } from '../helpers/server.js'
-import { createPostgresSchema } from '../helpers/stores.js'
+import { openStore, type TestStore } from '../helpers/stores.js'
 
 /**
  * The cap on webhook endpoints per account holds across server processes: two `wishpay serve` on one
@@ -19,20 +16,13 @@ const pgUrl = process.env.TEST_DATABASE_URL
 const START_TIMEOUT_MS = 120_000
 
 describe(`the webhook endpoint cap across two server processes (${pgUrl ? 'postgres' : 'sqlite'})`, () => {
-  let schema: Awaited<ReturnType<typeof createPostgresSchema>> | undefined
-  let dataDir: string | undefined
+  let store: TestStore | undefined
   let env: Record<string, string> = {}
   const servers: ServerProcess[] = []
 
   before(async () => {
-    if (pgUrl) {
-      schema = await createPostgresSchema(pgUrl)
-      env = { DATABASE_URL: schema.url }
-    } else {
-      dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wishpay-endpoint-limit-'))
-      env = { DATA_DIR: dataDir }
-    }
-    env.RATE_LIMIT_PER_SECOND = '100000'
+    store = await openStore(pgUrl ? 'postgres' : 'sqlite')
+    env = { ...store.env, RATE_LIMIT_PER_SECOND: '100000' }
     // The first migrates the store; then the second starts.
     servers.push(await startServer(env, START_TIMEOUT_MS))
     servers.push(await startServer(env, START_TIMEOUT_MS))
@@ -43,8 +33,7 @@ describe(`the webhook endpoint cap across two server processes (${pgUrl ? 'postg
       await Promise.all(servers.map((s) => stopServer(s, 'SIGTERM')))
     } finally {
       for (const s of servers) await killServer(s)
-      await schema?.drop()
-      if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true })
+      await store?.close()
     }
   })
 
