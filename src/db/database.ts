@@ -10,6 +10,9 @@ export type DialectName = 'sqlite' | 'postgres'
 /** A query runner: the database itself or an open transaction. Repositories take this. */
 export type Executor = Kysely<DatabaseSchema> | Transaction<DatabaseSchema>
 
+/** An open transaction, for code outside repositories that passes one along. */
+export type Trx = Transaction<DatabaseSchema>
+
 export interface PoolStats {
   /** Connections open, idle among them, and queries waiting for one. */
   total: number

@@ -1,23 +1,30 @@
 import { createHash } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { sql } from 'kysely'
-import { LRUCache } from 'lru-cache'
-import type { Database } from '../db/database.js'
-import { type Clock, toTimestamp } from '../lib/clock.js'
-import * as records from '../modules/idempotency/repository.js'
+import type { Database, Trx } from '../db/database.js'
+import type { Clock } from '../lib/clock.js'
+import {
+  createIdempotencyStore, type IdempotencyRecord, type IdempotencyStore, type KeyUse, type PendingAnswer,
+} from '../modules/idempotency/store.js'
 import { errorBody, toAppError } from './error-handler.js'
 import { errors } from '../lib/errors.js'
 
+export type IdempotencyMode = 'required' | 'optional'
+
+export interface IdempotencyOptions {
+  /** Payment operations require a key; other POSTs take one optionally (contract section 5). */
+  mode: IdempotencyMode
+  /**
+   * The whole operation and its idempotency record as one write, tried before the general path's
+   * transaction. It answers the record it wrote (`pending.record(status, payload)`), which is then the
+   * answer, or undefined having written nothing, and the route's handler runs as usual.
+   */
+  oneWrite?: (request: FastifyRequest, pending: PendingAnswer) => Promise<IdempotencyRecord | undefined>
+}
+
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** Payment operations require a key; other POSTs take one optionally (contract section 5). */
-    idempotency?: 'required' | 'optional'
-    /**
-     * The whole operation and its idempotency record as one write, tried before the general path's
-     * transaction. It returns the record it wrote, which is then the answer, or undefined having
-     * written nothing, and the route's handler runs as usual.
-     */
-    singleWrite?: (request: FastifyRequest, recordOf: (status: number, payload: unknown) => records.IdempotencyRecord) => Promise<records.IdempotencyRecord | undefined>
+    /** `'required'` or `'optional'` alone, or with a single write (IdempotencyOptions). */
+    idempotency?: IdempotencyMode | IdempotencyOptions
   }
 }
 
@@ -31,9 +38,6 @@ const HEADER_KEY = /^[\x20-\x7E]{1,255}$/
 /** Outcomes worth replaying; 400, 401, 403, 409, 429 and 5xx are not saved and may be retried. */
 const SAVED_ERROR_STATUSES = new Set([404, 422])
 const JSON_TYPE = 'application/json; charset=utf-8'
-/** Bounds the memory of the replay cache below. */
-const RECENT_RECORDS_BYTES = 4_000_000
-const RECENT_RECORDS_TTL_MS = 60_000
 
 /** JSON with object keys sorted, so that member order never changes a fingerprint. */
 function canonicalJson(value: unknown): string {
@@ -81,113 +85,74 @@ function keyOf(request: FastifyRequest, mode: 'required' | 'optional'): string |
   return key
 }
 
+function optionsOf(option: IdempotencyMode | IdempotencyOptions): IdempotencyOptions {
+  return typeof option === 'string' ? { mode: option } : option
+}
+
+function answer(reply: FastifyReply, record: IdempotencyRecord) {
+  return reply.status(record.response_status).type(JSON_TYPE).send(record.response_body)
+}
+
+function replay(reply: FastifyReply, record: IdempotencyRecord, use: KeyUse) {
+  if (record.fingerprint !== use.fingerprint) throw errors.idempotencyKeyReused()
+  return answer(reply.header('Idempotent-Replayed', 'true'), record)
+}
+
 /**
- * Idempotency as a route option (`config: { idempotency: 'required' | 'optional' }`). The wrapped
- * handler runs inside one transaction that also writes the idempotency record, so the record exists
- * exactly when the work committed: a crash midway leaves neither, and the key can be retried.
- * Handlers of such routes set the status with reply.code() and return their payload.
+ * Runs the handler in the key's transaction and answers the record of what it ended with: its payload,
+ * or a 404/422 outcome, which is saved while the work that led to it is undone.
+ */
+async function runAndRecord(request: FastifyRequest, reply: FastifyReply, trx: Trx, undo: () => Promise<void>, pending: PendingAnswer, run: () => Promise<unknown>) {
+  request.ctx.transaction = trx
+  try {
+    const payload = await run()
+    if (payload === reply) throw new Error('an idempotent route must return its payload, not send it')
+    return pending.record(reply.statusCode, payload)
+  } catch (error) {
+    const appError = toAppError(error)
+    if (!SAVED_ERROR_STATUSES.has(appError.status)) throw error
+    await undo()
+    return pending.record(appError.status, errorBody(appError, request.id))
+  } finally {
+    request.ctx.transaction = undefined
+  }
+}
+
+/**
+ * Idempotency as a route option (`config: { idempotency: 'required' | 'optional' | IdempotencyOptions }`).
+ * The wrapped handler runs inside one transaction that also writes the idempotency record, so the
+ * record exists exactly when the work committed: a crash midway leaves neither, and the key can be
+ * retried. Handlers of such routes set the status with reply.code() and return their payload.
  */
 export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps): void {
-  const { db, clock, ttlSeconds } = deps
-  // Keys being worked on in this process: a second request answers 409 at once instead of queueing.
-  const inFlight = new Set<string>()
-  // Records this process saved or read lately. A live record is never changed or removed before it
-  // expires, by any process, so a copy answers a retry exactly as the database would until then. The
-  // copy is also dropped after a minute, which bounds what a record edited by hand, or overwritten by a
-  // server whose clock runs ahead, could be answered from.
-  const recent = new LRUCache<string, records.IdempotencyRecord>({
-    ttl: RECENT_RECORDS_TTL_MS,
-    maxSize: RECENT_RECORDS_BYTES,
-    sizeCalculation: (record) => record.response_body.length + record.idempotency_key.length + 200,
-  })
+  const store: IdempotencyStore = createIdempotencyStore({ db: deps.db, ttlSeconds: deps.ttlSeconds })
 
-  function replay(reply: FastifyReply, record: records.IdempotencyRecord, fingerprint: string) {
-    if (record.fingerprint !== fingerprint) throw errors.idempotencyKeyReused()
-    return reply.status(record.response_status).header('Idempotent-Replayed', 'true').type(JSON_TYPE).send(record.response_body)
-  }
-
-  async function runOnce(request: FastifyRequest, reply: FastifyReply, key: string, run: () => Promise<unknown>) {
-    const { accountId } = request.ctx
-    const fingerprint = fingerprintOf(request)
-    const now = clock.now()
-    const nowIso = toTimestamp(now)
-    const recordOf = (status: number, body: string): records.IdempotencyRecord => ({
-      account_id: accountId,
-      idempotency_key: key,
-      fingerprint,
-      response_status: status,
-      response_body: body,
-      created_at: nowIso,
-      expires_at: toTimestamp(new Date(now.getTime() + ttlSeconds * 1000)),
-    })
-    const slot = `${accountId}\n${key}`
+  async function runOnce(request: FastifyRequest, reply: FastifyReply, key: string, options: IdempotencyOptions, run: () => Promise<unknown>) {
+    const use: KeyUse = { accountId: request.ctx.accountId, key, fingerprint: fingerprintOf(request), now: deps.clock.now() }
     // Replays are answered from the stored bytes without opening a transaction.
-    const cached = recent.get(slot)
-    const saved = cached !== undefined && cached.expires_at > nowIso ? cached : await records.findLive(db.kysely, accountId, key, nowIso)
-    if (saved) {
-      recent.set(slot, saved)
-      return replay(reply, saved, fingerprint)
-    }
-
-    if (inFlight.has(slot)) throw errors.idempotencyKeyInUse()
-    inFlight.add(slot)
-    try {
-      const singleWrite = request.routeOptions.config.singleWrite
-      const written = singleWrite && await singleWrite(request, (status, payload) => recordOf(status, serializeFor(reply, status, payload)))
+    const saved = await store.find(use)
+    if (saved) return replay(reply, saved, use)
+    return store.exclusively(use, async () => {
+      const pending: PendingAnswer = { record: (status, payload) => store.record(use, status, serializeFor(reply, status, payload)) }
+      const written = await options.oneWrite?.(request, pending)
       if (written) {
-        recent.set(slot, written)
-        return reply.status(written.response_status).type(JSON_TYPE).send(written.response_body)
+        store.remember(written)
+        return answer(reply, written)
       }
-
-      const outcome = await db.kysely.transaction().execute(async (trx) => {
-        if (db.dialect === 'postgres') {
-          // Another process may be working on this key, or have finished it since the read above.
-          // (SQLite serves one process, whose in-flight set already rules both out.)
-          const claim = await records.claimKey(trx, accountId, key, nowIso)
-          if (!claim.locked) throw errors.idempotencyKeyInUse()
-          if (claim.record) return { kind: 'replay' as const, record: claim.record }
-        }
-
-        await sql`savepoint idempotent_work`.execute(trx)
-        let status: number
-        let body: string
-        request.ctx.transaction = trx
-        try {
-          const payload = await run()
-          if (payload === reply) throw new Error('an idempotent route must return its payload, not send it')
-          status = reply.statusCode
-          body = serializeFor(reply, status, payload)
-        } catch (error) {
-          const appError = toAppError(error)
-          if (!SAVED_ERROR_STATUSES.has(appError.status)) throw error
-          // The outcome is saved, the work that led to it is not.
-          await sql`rollback to savepoint idempotent_work`.execute(trx)
-          status = appError.status
-          body = serializeFor(reply, status, errorBody(appError, request.id))
-        } finally {
-          request.ctx.transaction = undefined
-        }
-        const record = recordOf(status, body)
-        if (!await records.save(trx, record, nowIso)) throw errors.idempotencyKeyInUse()
-        return { kind: 'fresh' as const, record }
-      })
-      // Kept once committed: a record whose transaction rolled back must not answer anything.
-      recent.set(slot, outcome.record)
-      if (outcome.kind === 'replay') return replay(reply, outcome.record, fingerprint)
-      return reply.status(outcome.record.response_status).type(JSON_TYPE).send(outcome.record.response_body)
-    } finally {
-      inFlight.delete(slot)
-    }
+      const outcome = await store.transact(use, (trx, undo) => runAndRecord(request, reply, trx, undo, pending, run))
+      return outcome.replayed ? replay(reply, outcome.record, use) : answer(reply, outcome.record)
+    })
   }
 
   app.addHook('onRoute', (route) => {
-    const mode = route.config?.idempotency
-    if (!mode) return
+    const option = route.config?.idempotency
+    if (!option) return
+    const options = optionsOf(option)
     const handler = route.handler
     route.handler = async function idempotentHandler(request, reply) {
-      const key = keyOf(request, mode)
+      const key = keyOf(request, options.mode)
       const run = () => Promise.resolve(handler.call(this, request, reply))
-      return key === undefined ? run() : runOnce(request, reply, key, run)
+      return key === undefined ? run() : runOnce(request, reply, key, options, run)
     }
   })
 }

@@ -1,6 +1,6 @@
 import type { Database } from '../db/database.js'
-import { type Clock, toTimestamp } from '../lib/clock.js'
-import { purgeExpired } from '../modules/idempotency/repository.js'
+import type { Clock } from '../lib/clock.js'
+import { purgeExpiredRecords } from '../modules/idempotency/store.js'
 import type { PeriodicTask } from './runner.js'
 
 /** Deletes idempotency records past their retention (IDEMPOTENCY_TTL_SECONDS). */
@@ -9,7 +9,7 @@ export function idempotencyPurge(deps: { db: Database, clock: Clock }, everyMs =
     name: 'idempotency-purge',
     everyMs,
     async run() {
-      await purgeExpired(deps.db.kysely, toTimestamp(deps.clock.now()))
+      await purgeExpiredRecords(deps.db, deps.clock.now())
     },
   }
 }

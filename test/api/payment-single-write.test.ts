@@ -5,7 +5,7 @@ import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.js'
 import { createMandate, getMandate, inFuture } from '../helpers/fixtures.js'
 import { storeKinds } from '../helpers/stores.js'
 import { toTimestamp } from '../../src/lib/clock.js'
-import type { IdempotencyRecord } from '../../src/modules/idempotency/repository.js'
+import type { IdempotencyRecord, PendingAnswer } from '../../src/modules/idempotency/store.js'
 import type { CreatePaymentInput, Payment } from '../../src/modules/payments/schemas.js'
 
 /**
@@ -27,17 +27,19 @@ for (const kind of storeKinds()) {
     /** createInOneWrite as the idempotency layer calls it, with a record for (account, key). */
     function writeOnce(a: TestAccount, input: Partial<CreatePaymentInput> & { mandate_id: string }, key: string = randomUUID()) {
       const now = t.clock.now()
-      const recordOf = (payment: Payment): IdempotencyRecord => ({
-        account_id: a.id,
-        idempotency_key: key,
-        fingerprint: 'f'.repeat(64),
-        response_status: 201,
-        response_body: JSON.stringify({ data: payment }),
-        created_at: toTimestamp(now),
-        expires_at: toTimestamp(new Date(now.getTime() + 24 * HOUR)),
-      })
+      const pending: PendingAnswer = {
+        record: (status, payload): IdempotencyRecord => ({
+          account_id: a.id,
+          idempotency_key: key,
+          fingerprint: 'f'.repeat(64),
+          response_status: status,
+          response_body: JSON.stringify(payload),
+          created_at: toTimestamp(now),
+          expires_at: toTimestamp(new Date(now.getTime() + 24 * HOUR)),
+        }),
+      }
       const full = { amount: 100, currency: 'USD', payment_method: 'card', ...input } as CreatePaymentInput
-      return t.services.payments.createInOneWrite({ accountId: a.id, requestId: 'req_single' }, full, recordOf)
+      return t.services.payments.createInOneWrite({ accountId: a.id, requestId: 'req_single' }, full, pending)
     }
 
     /** Everything of the account a payment writes, with ids and times left out. */

@@ -134,8 +134,10 @@ describe('the idempotency plugin serializes through the response schema', () => 
     })
     app.post('/single', {
       config: {
-        idempotency: 'optional',
-        singleWrite: async (_request, recordOf) => recordOf(201, { data: { id: 'thing_2', name: 'desk', secret_column: 'x' } }),
+        idempotency: {
+          mode: 'optional',
+          oneWrite: async (_request, pending) => pending.record(201, { data: { id: 'thing_2', name: 'desk', secret_column: 'x' } }),
+        },
       },
       schema,
     }, async () => { throw new Error('the single write answers') })

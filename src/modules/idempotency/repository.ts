@@ -1,5 +1,8 @@
 import { sql } from 'kysely'
 import type { Executor } from '../../db/database.js'
+import { isUniqueViolation } from '../../db/errors.js'
+import { tryAdvisoryXactLock } from '../../db/locking.js'
+import { insertRowsAfter } from '../../db/pg-statement.js'
 import type { IdempotencyKeysTable } from '../../db/schema.js'
 
 export type IdempotencyRecord = IdempotencyKeysTable
@@ -40,10 +43,41 @@ export async function purgeExpired(db: Executor, now: string): Promise<number> {
  */
 export async function claimKey(trx: Executor, accountId: string, key: string, now: string): Promise<{ locked: boolean, record: IdempotencyRecord | undefined }> {
   const result = await trx.selectNoFrom((eb) => [
-    sql<boolean>`pg_try_advisory_xact_lock(hashtextextended(${`${accountId}\n${key}`}, 0))`.as('locked'),
+    tryAdvisoryXactLock(`${accountId}\n${key}`).as('locked'),
     eb.selectFrom('idempotency_keys').select((r) => sql<IdempotencyRecord>`row_to_json(${r.table('idempotency_keys')})`.as('record'))
       .where('account_id', '=', accountId).where('idempotency_key', '=', key).where('expires_at', '>', now)
       .as('record'),
   ]).executeTakeFirstOrThrow()
   return { locked: result.locked === true, record: result.record ?? undefined }
+}
+
+/**
+ * The insert of a new record by a payment's single write. Its conflict rule: a record under the key,
+ * live or expired, fails the insert with a unique violation (keyTaken), and the whole write with it;
+ * the general path then decides (replays, or overwrites an expired record).
+ */
+export function insertNew(db: Executor, record: IdempotencyRecord) {
+  return db.insertInto('idempotency_keys').values(record)
+}
+
+/** insertNew as one step of a PostgreSQL statement, taking effect only if the step `after` produced a row. */
+export function insertNewAfter(record: IdempotencyRecord, after: string) {
+  return insertRowsAfter('idempotency_keys', [record], after)
+}
+
+/** The failure of insertNew or insertNewAfter: the key already has a record. */
+export function keyTaken(error: unknown): boolean {
+  return isUniqueViolation(error)
+}
+
+const WORK = sql.id('idempotent_work')
+
+/** Marks where the protected work starts, inside the transaction that will hold its record. */
+export async function markWorkStart(trx: Executor): Promise<void> {
+  await sql`savepoint ${WORK}`.execute(trx)
+}
+
+/** Undoes the work since markWorkStart, keeping the transaction (and its claim) open for the record. */
+export async function undoWork(trx: Executor): Promise<void> {
+  await sql`rollback to savepoint ${WORK}`.execute(trx)
 }

@@ -1,13 +1,14 @@
 import type { EventsTable } from '../../db/schema.js'
-import { type JobRow, jobRow, type NewJob } from '../../jobs/queue.js'
+import { type JobRow, jobRow, type NewJob } from '../queue/repository.js'
 import { toTimestamp } from '../../lib/clock.js'
+import { type AppError, errors } from '../../lib/errors.js'
 import { newId } from '../../lib/ids.js'
 import type { RequestContext } from '../../lib/request-context.js'
-import { deliveryJobs, eventRows } from '../events/outbox.js'
+import { deliveryJobs, type EventInput, eventRows } from '../events/outbox.js'
 import type { EventType } from '../events/types.js'
-import type { IdempotencyRecord } from '../idempotency/repository.js'
 import type { HoldRequest, MandateRow } from '../mandates/repository.js'
 import { paymentViolation } from '../mandates/rules.js'
+import { toMandate } from '../mandates/service.js'
 import type { EndpointRow } from '../webhooks/repository.js'
 import type { ChargeOutcome, Processor } from './processors/processor.js'
 import type { PaymentRow } from './repository.js'
@@ -63,16 +64,35 @@ export function paymentRow(id: string, accountId: string, input: CreatePaymentIn
   }
 }
 
-/** Every write of a payment, decided before the first one is made. */
+/**
+ * What the conditional update of the mandate leaves on it, once every rule held at that instant:
+ * `keep` takes the amount and one use (a charge that succeeded on a multi-use mandate, or is pending);
+ * `consume` also marks a single-use mandate consumed (its charge succeeded); `release` gives both back
+ * at once (a declined charge: the mandate is only checked and touched).
+ */
+export type MandateEffect = 'keep' | 'consume' | 'release'
+
+/** Every write of a payment, decided before the first one is made. Both executors apply exactly this. */
 export interface PaymentPlan {
-  /** Must take effect, or nothing else may. */
+  /** The conditional update that checks every rule at write time: it must take effect, or nothing else may. */
   hold: HoldRequest
+  effect: MandateEffect
   payment: PaymentRow
+  /** The payment as the API answers it. */
+  response: Payment
+  /** The payment's events: created, then succeeded or failed when the charge decided at once. */
   events: EventsTable[]
-  /** Webhook deliveries, and the settlement of a pending charge. */
+  /** Their webhook deliveries, and the settlement of a pending charge. */
   jobs: JobRow[]
-  record: IdempotencyRecord
+  /**
+   * A `consume` plan's `mandate.consumed` event and its deliveries, for the mandate as the write left it
+   * (the general path passes the row the update returned; a single write, the row it expects).
+   */
+  consumption(mandate: MandateRow): { events: EventsTable[], jobs: JobRow[] }
 }
+
+/** A plan, or the first rule the payment breaks as last read. */
+export type Planned = { plan: PaymentPlan, refusal?: undefined } | { plan?: undefined, refusal: AppError }
 
 export interface PlanInput {
   ctx: Pick<RequestContext, 'accountId' | 'requestId'>
@@ -82,31 +102,49 @@ export interface PlanInput {
   endpoints: Pick<EndpointRow, 'id' | 'events'>[]
   processor: Processor
   now: Date
-  /** The idempotency record that answers with this payment. */
-  recordOf(payment: Payment): IdempotencyRecord
+}
+
+/** The refusal of a payment method the processor does not take (400, before any money rule). */
+export function methodRefusal(processor: Processor, method: string): AppError | undefined {
+  if (processor.paymentMethods.includes(method)) return undefined
+  return errors.parameterInvalid('payment_method', `payment_method must be one of: ${processor.paymentMethods.join(', ')}`)
+}
+
+/** The mandate after a `consume` plan's write, had nothing changed it since `mandate` was read. */
+export function consumedMandate(mandate: MandateRow, plan: PaymentPlan): MandateRow {
+  return { ...mandate, amount_used: mandate.amount_used + plan.hold.amount, uses_count: mandate.uses_count + 1, status: 'consumed', updated_at: plan.hold.now }
 }
 
 /**
- * Plans a payment for one write (single-write.ts): a multi-use mandate that allows it, as last read,
- * and a charge that succeeds or is pending. Anything else is undefined and left to the general path
- * (service.ts), which names refusals and handles declined charges and single-use mandates.
+ * The one place that decides what a payment writes, for every outcome a read of the mandate decides:
+ * a refusal (paymentViolation, in the contract's order), or a plan: succeeded, pending (with its
+ * settlement job), declined (payment failed, the hold released at once), single-use succeeded (the
+ * mandate consumed, with its `mandate.consumed` event). The general path (service.ts) and the single
+ * write (single-write.ts) both apply the plan; neither decides anything of its own.
  */
-export function planPayment(p: PlanInput): PaymentPlan | undefined {
+export function planPayment(p: PlanInput): Planned {
   const { ctx, input, mandate, processor } = p
-  if (!processor.paymentMethods.includes(input.payment_method)) return undefined
+  const unknownMethod = methodRefusal(processor, input.payment_method)
+  if (unknownMethod) return { refusal: unknownMethod }
   const now = toTimestamp(p.now)
   const hold = { accountId: ctx.accountId, mandateId: input.mandate_id, amount: input.amount, currency: input.currency, now }
-  if (!mandate || mandate.usage !== 'multi_use' || paymentViolation(mandate, hold, now)) return undefined
+  const violation = paymentViolation(mandate, hold, now)
+  if (violation) return { refusal: errors.payment(violation.code, violation.message, violation.param) }
+  if (!mandate) throw new Error('paymentViolation refuses a missing mandate')
   const id = newId('pay', p.now)
+  // charge() only decides, synchronously (docs/processors.md): nothing has left the process yet.
   const outcome = processor.charge({ paymentId: id, amount: input.amount, currency: input.currency, paymentMethod: input.payment_method, protocol: mandate.protocol })
-  if (outcome.status === 'failed') return undefined
   const payment = paymentRow(id, ctx.accountId, input, mandate, outcome, now)
   const response = toPayment(payment)
-  const event = (type: EventType) => ({ accountId: ctx.accountId, type, object: response, requestId: ctx.requestId, createdAt: now })
-  const events = eventRows(outcome.status === 'succeeded' ? [event('payment.created'), event('payment.succeeded')] : [event('payment.created')])
+  const event = (type: EventType, object: { id: string }): EventInput => ({ accountId: ctx.accountId, type, object, requestId: ctx.requestId, createdAt: now })
+  const types: EventType[] = outcome.status === 'pending' ? ['payment.created'] : ['payment.created', outcome.status === 'succeeded' ? 'payment.succeeded' : 'payment.failed']
+  const events = eventRows(types.map((type) => event(type, response)))
   const jobs = deliveryJobs(events, p.endpoints)
-  if (outcome.status === 'pending') {
-    jobs.push(jobRow(settleJob(id, p.now, outcome.settleAfterMs), p.now))
+  if (outcome.status === 'pending') jobs.push(jobRow(settleJob(id, p.now, outcome.settleAfterMs), p.now))
+  const effect: MandateEffect = outcome.status === 'failed' ? 'release' : outcome.status === 'succeeded' && mandate.usage === 'single_use' ? 'consume' : 'keep'
+  const consumption = (consumed: MandateRow) => {
+    const rows = eventRows([event('mandate.consumed', toMandate(consumed, now))])
+    return { events: rows, jobs: deliveryJobs(rows, p.endpoints) }
   }
-  return { hold, payment, events, jobs, record: p.recordOf(response) }
+  return { plan: { hold, effect, payment, response, events, jobs, consumption } }
 }

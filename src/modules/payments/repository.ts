@@ -1,5 +1,6 @@
 import type { Executor } from '../../db/database.js'
-import type { PaymentsTable, RefundsTable } from '../../db/schema.js'
+import type { EventsTable, PaymentsTable, RefundsTable } from '../../db/schema.js'
+import { insertJobs, type JobRow } from '../queue/repository.js'
 import type { PaymentStatus } from './schemas.js'
 
 export type PaymentRow = PaymentsTable
@@ -7,6 +8,13 @@ export type RefundRow = RefundsTable
 
 export async function insertPayment(db: Executor, row: PaymentRow): Promise<void> {
   await db.insertInto('payments').values(row).execute()
+}
+
+/** A payment's planned rows (plan.ts): the payment when there is one, its events, their jobs. */
+export async function insertPaymentWrites(db: Executor, rows: { payment?: PaymentRow, events: EventsTable[], jobs: JobRow[] }): Promise<void> {
+  if (rows.payment) await db.insertInto('payments').values(rows.payment).execute()
+  if (rows.events.length > 0) await db.insertInto('events').values(rows.events).execute()
+  await insertJobs(db, rows.jobs)
 }
 
 export function findPayment(db: Executor, accountId: string, id: string): Promise<PaymentRow | undefined> {

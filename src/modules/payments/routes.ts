@@ -12,8 +12,10 @@ const IDEMPOTENCY = 'A payment operation: `idempotency_key` (body) or `Idempoten
 export const paymentRoutes: FastifyPluginAsyncTypebox<{ payments: PaymentService }> = async (app, { payments }) => {
   app.post('/payments', {
     config: {
-      idempotency: 'required',
-      singleWrite: (request, recordOf) => payments.createInOneWrite(request.ctx, request.body as CreatePaymentInput, (payment) => recordOf(201, { data: payment })),
+      idempotency: {
+        mode: 'required',
+        oneWrite: (request, pending) => payments.createInOneWrite(request.ctx, request.body as CreatePaymentInput, pending),
+      },
     },
     schema: {
       operationId: 'createPayment',

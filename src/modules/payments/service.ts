@@ -1,27 +1,23 @@
-import type { Transaction } from 'kysely'
-import type { Database } from '../../db/database.js'
-import type { DatabaseSchema } from '../../db/schema.js'
+import type { Database, Trx } from '../../db/database.js'
 import { inTransaction } from '../../db/transaction.js'
 import { errors } from '../../lib/errors.js'
 import { pageOf } from '../../lib/paging.js'
-import { enqueue } from '../../jobs/queue.js'
 import { type Clock, toTimestamp } from '../../lib/clock.js'
 import { newId } from '../../lib/ids.js'
 import type { RequestContext } from '../../lib/request-context.js'
-import { recordEvent, recordEvents } from '../events/outbox.js'
+import { recordEvent } from '../events/outbox.js'
 import type { EventType } from '../events/types.js'
 import * as mandates from '../mandates/repository.js'
 import { paymentViolation } from '../mandates/rules.js'
+import { enabledEndpoints } from '../webhooks/repository.js'
 import { toMandate } from '../mandates/service.js'
 import type { ChargeRequest, Failure, Processor } from './processors/processor.js'
-import { paymentRow, settleJob, type SettlePayload, toPayment } from './plan.js'
+import { methodRefusal, type PaymentPlan, planPayment, type SettlePayload, toPayment } from './plan.js'
 import * as repo from './repository.js'
 import { createSingleWrite } from './single-write.js'
 import type { CreatePaymentInput, CreateRefundInput, ListPaymentsInput, Payment, Refund } from './schemas.js'
 
 export { SETTLE_JOB, type SettlePayload, toPayment } from './plan.js'
-
-type Trx = Transaction<DatabaseSchema>
 
 function toRefund(row: repo.RefundRow): Refund {
   return { id: row.id, payment_id: row.payment_id, amount: row.amount, reason: row.reason, status: 'succeeded', created_at: row.created_at }
@@ -71,6 +67,21 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     await mandates.release(trx, payment.mandate_id, payment.amount, now)
   }
 
+  /**
+   * Writes a plan. The hold decides, and is the last write before what depends on it: concurrent
+   * payments of one mandate wait on its row lock only from there to commit. A refusal throws, and the
+   * writes before it roll back with the transaction.
+   */
+  async function applyPlan(trx: Trx, plan: PaymentPlan) {
+    await repo.insertPaymentWrites(trx, plan)
+    const held = await holdOrRefuse(trx, plan.hold)
+    if (plan.effect === 'release') await afterFailure(trx, plan.payment, plan.hold.now)
+    if (plan.effect === 'consume') {
+      const consumed = await mandates.markConsumed(trx, held.id, plan.hold.now)
+      if (consumed) await repo.insertPaymentWrites(trx, plan.consumption(consumed))
+    }
+  }
+
   /** Its event, then what a final status does to the mandate. */
   async function finish(trx: Trx, payment: repo.PaymentRow, outcome: { status: 'succeeded' } | { status: 'failed', failure: Failure }, requestId: string | null, now: string) {
     const type = outcome.status === 'succeeded' ? 'payment.succeeded' : 'payment.failed'
@@ -84,39 +95,21 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     /** The common payment in a single write, or undefined for create() to decide (single-write.ts). */
     createInOneWrite: createSingleWrite(deps),
 
+    /**
+     * The general path: the plan (plan.ts) applied through the repositories, in the request's
+     * transaction. It decides nothing itself; it only names a refusal the hold makes after the read.
+     */
     async create(ctx: RequestContext, input: CreatePaymentInput): Promise<Payment> {
-      const method = input.payment_method
-      if (!processor.paymentMethods.includes(method)) {
-        throw errors.parameterInvalid('payment_method', `payment_method must be one of: ${processor.paymentMethods.join(', ')}`)
-      }
-      const currency = input.currency
+      const unknownMethod = methodRefusal(processor, input.payment_method)
+      if (unknownMethod) throw unknownMethod
       return inTransaction(db, ctx, async (trx) => {
-        const nowDate = clock.now()
-        const now = toTimestamp(nowDate)
-        const request = { accountId: ctx.accountId, mandateId: input.mandate_id, amount: input.amount, currency, now }
         // A plain read, to refuse early and to learn the mandate's protocol and wish, which never change.
         const mandate = await mandates.findMandate(trx, ctx.accountId, input.mandate_id)
-        const violation = paymentViolation(mandate, request, now)
-        if (violation) throw errors.payment(violation.code, violation.message, violation.param)
-        const id = newId('pay', nowDate)
-        // charge() only decides (it may not call out, docs/processors.md), so nothing has happened
-        // outside this transaction if the hold below refuses and everything rolls back.
-        const outcome = processor.charge({ paymentId: id, amount: input.amount, currency, paymentMethod: method, protocol: mandate!.protocol })
-        const row = paymentRow(id, ctx.accountId, input, mandate!, outcome, now)
-        await repo.insertPayment(trx, row)
-        const event = (type: EventType) => ({ accountId: ctx.accountId, type, object: toPayment(row), requestId: ctx.requestId, createdAt: now })
-        if (outcome.status === 'pending') {
-          await recordEvent(trx, event('payment.created'))
-          await enqueue(trx, settleJob(id, nowDate, outcome.settleAfterMs), nowDate)
-        } else {
-          await recordEvents(trx, [event('payment.created'), event(outcome.status === 'succeeded' ? 'payment.succeeded' : 'payment.failed')])
-        }
-        // The hold decides, and is the last write: concurrent payments of one mandate wait on its row
-        // lock only from here to commit. A refusal throws and the writes above roll back with it.
-        const held = await holdOrRefuse(trx, request)
-        if (outcome.status === 'failed') await afterFailure(trx, row, now)
-        if (outcome.status === 'succeeded') await afterSuccess(trx, row, held, ctx.requestId, now)
-        return toPayment(row)
+        const endpoints = await enabledEndpoints(trx, ctx.accountId)
+        const { plan, refusal } = planPayment({ ctx, input, mandate, endpoints, processor, now: clock.now() })
+        if (refusal) throw refusal
+        await applyPlan(trx, plan)
+        return plan.response
       })
     },
 

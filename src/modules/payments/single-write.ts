@@ -1,66 +1,80 @@
 import { type Kysely, type RawBuilder, sql } from 'kysely'
 import type { Database } from '../../db/database.js'
-import { isUniqueViolation } from '../../db/errors.js'
 import { createGroupCommit } from '../../db/group-commit.js'
+import { insertRowsAfter } from '../../db/pg-statement.js'
 import type { DatabaseSchema } from '../../db/schema.js'
-import { inBatches } from '../../jobs/queue.js'
+import { inBatches } from '../queue/repository.js'
 import type { Clock } from '../../lib/clock.js'
 import type { RequestContext } from '../../lib/request-context.js'
-import type { IdempotencyRecord } from '../idempotency/repository.js'
+import * as records from '../idempotency/repository.js'
+import type { IdempotencyRecord, PendingAnswer } from '../idempotency/store.js'
 import * as mandates from '../mandates/repository.js'
-import { type PaymentPlan, planPayment } from './plan.js'
+import { type PaymentPlan, type Planned, planPayment } from './plan.js'
 import type { Processor } from './processors/processor.js'
-import type { CreatePaymentInput, Payment } from './schemas.js'
+import type { CreatePaymentInput } from './schemas.js'
 
 /**
- * Creates a common payment, with its idempotency record, in a single write: on PostgreSQL one
- * statement after one read, on SQLite a piece of a group commit. Answers undefined, having written
- * nothing, whenever the general path must decide (a refusal, a declined charge, a single-use mandate,
- * a key that is not new); the general path then does all of it again from the start.
+ * Applies a payment's plan (plan.ts), with its idempotency record, in a single write: on PostgreSQL one
+ * statement after one read, on SQLite a piece of a group commit. It takes the plans whose mandate
+ * change is a plain hold (`keep`: a charge that succeeded on a multi-use mandate, or is pending); for
+ * any other plan (a refusal, a declined charge, a single-use mandate consumed) and for a key that is not
+ * new it answers undefined, having written nothing, and the general path does it all again from the start.
  */
-export type CreateInOneWrite = (
-  ctx: RequestContext,
-  input: CreatePaymentInput,
-  recordOf: (payment: Payment) => IdempotencyRecord,
-) => Promise<IdempotencyRecord | undefined>
+export type CreateInOneWrite = (ctx: RequestContext, input: CreatePaymentInput, pending: PendingAnswer) => Promise<IdempotencyRecord | undefined>
+
+/** The plan, when it is one this write takes. */
+function oneWritePlan(planned: Planned): PaymentPlan | undefined {
+  return planned.plan?.effect === 'keep' ? planned.plan : undefined
+}
 
 export function createSingleWrite(deps: { db: Database, clock: Clock, processor: Processor }): CreateInOneWrite {
   const { db, clock, processor } = deps
   const kysely = db.kysely
   const sqlite = db.sqlite
+  const answerOf = (plan: PaymentPlan, pending: PendingAnswer) => pending.record(201, { data: plan.response })
 
   if (!sqlite) {
-    return async (ctx, input, recordOf) => {
+    return async (ctx, input, pending) => {
       const { mandate, endpoints } = await readForPayment(kysely, ctx.accountId, input.mandate_id)
-      const plan = planPayment({ ctx, input, mandate, endpoints, processor, now: clock.now(), recordOf })
+      const plan = oneWritePlan(planPayment({ ctx, input, mandate, endpoints, processor, now: clock.now() }))
       if (!plan) return undefined
+      const record = answerOf(plan, pending)
       try {
-        const { saved } = await writePlan(kysely, plan).execute(kysely).then((r) => r.rows[0]!)
-        return Number(saved) === 1 ? plan.record : undefined
+        const { saved } = await writePlan(kysely, plan, record).execute(kysely).then((r) => r.rows[0]!)
+        return Number(saved) === 1 ? record : undefined
       } catch (error) {
         // The key was finished by another process since the replay check: the general path replays it.
-        if (isUniqueViolation(error)) return undefined
+        if (records.keyTaken(error)) return undefined
         throw error
       }
     }
   }
 
   const group = createGroupCommit({ kysely, sqlite })
-  return (ctx, input, recordOf) => group.submit((exec) => {
-    const mandate = exec.all(mandates.findMandateQuery(kysely, ctx.accountId, input.mandate_id))[0]
-    const endpoints = exec.all(kysely.selectFrom('webhook_endpoints').select(['id', 'events'])
-      .where('account_id', '=', ctx.accountId).where('status', '=', 'enabled'))
-    const plan = planPayment({ ctx, input, mandate, endpoints, processor, now: clock.now(), recordOf })
-    if (!plan) return undefined
-    // The read above decided within this same synchronous section, so the hold cannot refuse here; it
-    // stays the authority all the same, as everywhere else money moves.
-    if (exec.run(mandates.holdQuery(kysely, plan.hold).where('usage', '=', 'multi_use')) === 0) return undefined
-    if (exec.run(kysely.insertInto('idempotency_keys').values(plan.record).onConflict((oc) => oc.doNothing())) === 0) return undefined
-    exec.run(kysely.insertInto('payments').values(plan.payment))
-    exec.run(kysely.insertInto('events').values(plan.events))
-    for (const batch of inBatches(plan.jobs)) exec.run(kysely.insertInto('jobs').values(batch))
-    return plan.record
-  })
+  return async (ctx, input, pending) => {
+    try {
+      return await group.submit((exec) => {
+        const mandate = exec.all(mandates.findMandateQuery(kysely, ctx.accountId, input.mandate_id))[0]
+        const endpoints = exec.all(kysely.selectFrom('webhook_endpoints').select(['id', 'events'])
+          .where('account_id', '=', ctx.accountId).where('status', '=', 'enabled'))
+        const plan = oneWritePlan(planPayment({ ctx, input, mandate, endpoints, processor, now: clock.now() }))
+        if (!plan) return undefined
+        // The read above decided within this same synchronous section, so the hold cannot refuse here; it
+        // stays the authority all the same, as everywhere else money moves.
+        if (exec.run(mandates.holdQuery(kysely, plan.hold)) === 0) return undefined
+        const record = answerOf(plan, pending)
+        exec.run(records.insertNew(kysely, record))
+        exec.run(kysely.insertInto('payments').values(plan.payment))
+        exec.run(kysely.insertInto('events').values(plan.events))
+        for (const batch of inBatches(plan.jobs)) exec.run(kysely.insertInto('jobs').values(batch))
+        return record
+      })
+    } catch (error) {
+      // A record under the key, live or expired: this piece rolled back alone; the general path decides.
+      if (records.keyTaken(error)) return undefined
+      throw error
+    }
+  }
 }
 
 /** The mandate and the account's enabled webhook endpoints, in one round trip (PostgreSQL). */
@@ -77,26 +91,19 @@ async function readForPayment(kysely: Kysely<DatabaseSchema>, accountId: string,
   return { mandate: row.mandate ?? undefined, endpoints: row.endpoints ?? [] }
 }
 
-/** `insert into <table> select … from json_populate_recordset(…)`: typed by the table itself. */
-function insertRows(table: keyof DatabaseSchema, rows: object[], when: string): RawBuilder<unknown> {
-  const columns = sql.join(Object.keys(rows[0]!).map((column) => sql.ref(column)))
-  return sql`insert into ${sql.table(table)} (${columns})
-    select ${columns} from json_populate_recordset(null::${sql.table(table)}, ${JSON.stringify(rows)}::json)
-    where exists (select 1 from ${sql.table(when)})`
-}
-
 /**
  * The plan as one statement, so one transaction and one round trip. The hold decides: the idempotency
- * record is inserted only if it took effect, and the rest only if the record was. A live record under
- * the key fails the insert with a unique violation, and with it the whole statement.
+ * record is inserted only if it took effect, and the rest only if the record was. A record under the
+ * key fails the insert with a unique violation (its conflict rule, idempotency/repository.ts), and with
+ * it the whole statement.
  */
-function writePlan(kysely: Kysely<DatabaseSchema>, plan: PaymentPlan): RawBuilder<{ saved: number }> {
+function writePlan(kysely: Kysely<DatabaseSchema>, plan: PaymentPlan, record: IdempotencyRecord): RawBuilder<{ saved: number }> {
   const steps = [
-    sql`held as (${mandates.holdQuery(kysely, plan.hold).where('usage', '=', 'multi_use').returning('id')})`,
-    sql`saved as (${insertRows('idempotency_keys', [plan.record], 'held')} returning 1)`,
-    sql`payment as (${insertRows('payments', [plan.payment], 'saved')})`,
-    sql`event as (${insertRows('events', plan.events, 'saved')})`,
+    sql`held as (${mandates.holdQuery(kysely, plan.hold).returning('id')})`,
+    sql`saved as (${records.insertNewAfter(record, 'held')} returning 1)`,
+    sql`payment as (${insertRowsAfter('payments', [plan.payment], 'saved')})`,
+    sql`event as (${insertRowsAfter('events', plan.events, 'saved')})`,
   ]
-  if (plan.jobs.length > 0) steps.push(sql`job as (${insertRows('jobs', plan.jobs, 'saved')})`)
+  if (plan.jobs.length > 0) steps.push(sql`job as (${insertRowsAfter('jobs', plan.jobs, 'saved')})`)
   return sql<{ saved: number }>`with ${sql.join(steps)} select (select count(*) from saved) as saved`
 }
