@@ -28,11 +28,13 @@ export interface Processor {
   /** The payment_method values this processor accepts. */
   readonly paymentMethods: readonly string[]
   /**
-   * Decides a new charge. Runs inside the payment's transaction, so it must not call out of the
-   * process; an adapter that needs the network answers `pending` and does that work in `settle`,
-   * which runs from the job runner after commit. It only decides: one payment may ask twice (once
-   * from the single write, again from the general path when the first write leaves it the payment,
-   * with a new paymentId), and only the decision of the write that commits is kept.
+   * Decides a new charge, synchronously, while the payment is planned and before anything is written
+   * (payments/plan.ts). It must not call out of the process: it may run inside a transaction (the general
+   * path; on SQLite a group commit), or just before the one statement of the PostgreSQL single write, and
+   * a write that does not commit cannot take back a call. An adapter that needs the network answers
+   * `pending` and does that work in `settle`. It only decides: one payment may ask twice (once from the
+   * single write, again from the general path when the first write leaves it the payment, with a new
+   * paymentId), and only the decision of the write that commits is kept.
    */
   charge(request: ChargeRequest): ChargeOutcome
   /** The final outcome of a pending charge; may call out (it runs after commit, and is retried on error). */
