@@ -1,9 +1,10 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import SQLite from 'better-sqlite3'
-import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase, sql, type Transaction } from 'kysely'
+import { Kysely, PostgresDialect, type SqliteDatabase, sql, type Transaction } from 'kysely'
 import pg from 'pg'
 import type { DatabaseSchema } from './schema.js'
+import { guardedSqliteKysely } from './transaction-guard.js'
 
 export type DialectName = 'sqlite' | 'postgres'
 
@@ -30,6 +31,11 @@ export interface SqliteHandle {
 export interface Database {
   readonly kysely: Kysely<DatabaseSchema>
   readonly dialect: DialectName
+  /**
+   * True for the embedded SQLite store: one process at a time serves it, so anything a process leaves
+   * behind (a job's lease) is from one that is gone. PostgreSQL serves any number of processes.
+   */
+  readonly singleProcess: boolean
   /** Set for the SQLite store only. */
   readonly sqlite?: SqliteHandle
   poolStats(): PoolStats
@@ -116,10 +122,12 @@ function openSqlite(file: string): Database {
     close: () => connection.close(),
     prepare: (text) => sqlite.prepare(text) as unknown as ReturnType<SqliteDatabase['prepare']>,
   }
-  const kysely = new Kysely<DatabaseSchema>({ dialect: new SqliteDialect({ database }) })
+  // A query through `kysely` from inside one of its transactions throws rather than hangs (transaction-guard.ts).
+  const kysely = guardedSqliteKysely<DatabaseSchema>({ database }, connection)
   return {
     kysely,
     dialect: 'sqlite',
+    singleProcess: true,
     sqlite,
     // One connection, shared by turns.
     poolStats: () => ({ total: 1, idle: 1, waiting: 0 }),
@@ -151,6 +159,7 @@ function openPostgres(url: string, options: DatabaseOptions): Database {
   return {
     kysely,
     dialect: 'postgres',
+    singleProcess: false,
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     ping: async () => { await sql`select 1`.execute(kysely) },
     close: () => kysely.destroy(),

@@ -30,3 +30,13 @@ export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
   if (code === 'SQLITE_BUSY' || code === 'SQLITE_FULL' || code === 'SQLITE_LOCKED') return true
   return CONNECTION_LOST.test(error instanceof Error ? error.message : '')
 }
+
+const SQLITE_TRANSACTION_FATAL = /^SQLITE_(FULL|IOERR|NOMEM|BUSY)/
+
+/**
+ * An SQLite error that ends the whole transaction, or calls for ending it (SQLite's advice for a full
+ * disk, an I/O error, no memory, a lock it could not get), rather than just the statement.
+ */
+export function isTransactionFatalSqliteError(error: unknown): boolean {
+  return SQLITE_TRANSACTION_FATAL.test(codeOf(error))
+}

@@ -1,5 +1,7 @@
 import type { Compilable } from 'kysely'
 import type { Database, SqliteHandle } from './database.js'
+import { isTransactionFatalSqliteError } from './errors.js'
+import { insideTransactionOn, QueryInsideTransactionError } from './transaction-guard.js'
 
 /** Runs Kysely-built queries synchronously on the SQLite connection, inside a group's transaction. */
 export interface SyncExecutor {
@@ -14,13 +16,6 @@ export interface SyncExecutor {
  * everything of work that throws; either way the rest of its group is unaffected.
  */
 export type GroupWork<T> = (exec: SyncExecutor) => T | undefined
-
-const FATAL_CODES = /^SQLITE_(FULL|IOERR|NOMEM|BUSY)/
-
-function isFatal(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code
-  return typeof code === 'string' && FATAL_CODES.test(code)
-}
 
 interface Pending {
   work: GroupWork<unknown>
@@ -39,7 +34,7 @@ export interface GroupCommit {
  * is busy, runs instead in one transaction, each piece in its own savepoint, and one COMMIT makes all of
  * it durable before any caller hears back. The work runs synchronously under Kysely's connection lock,
  * so no other query ever sees a group half done. Never submit from inside a Kysely transaction: the
- * group would wait for the connection that transaction holds.
+ * group would wait for the connection that transaction holds (it is refused: db/transaction-guard.ts).
  */
 export function createGroupCommit(db: Pick<Database, 'kysely'> & { sqlite: SqliteHandle }, maxGroup = 64): GroupCommit {
   const { sqlite } = db
@@ -71,7 +66,7 @@ export function createGroupCommit(db: Pick<Database, 'kysely'> & { sqlite: Sqlit
         } catch (error) {
           // Some errors end the whole transaction, or call for ending it (SQLite's advice for a full
           // disk, an I/O error, no memory, a lock it could not get): the group fails together.
-          if (!connection.inTransaction || isFatal(error)) throw error
+          if (!connection.inTransaction || isTransactionFatalSqliteError(error)) throw error
           connection.exec('ROLLBACK TO grouped_work; RELEASE grouped_work')
           outcomes.push({ ok: false, error })
         }
@@ -113,6 +108,8 @@ export function createGroupCommit(db: Pick<Database, 'kysely'> & { sqlite: Sqlit
 
   return {
     submit<T>(work: GroupWork<T>): Promise<T | undefined> {
+      // From inside a Kysely transaction the group would wait for the connection that transaction holds.
+      if (insideTransactionOn(connection)) return Promise.reject(new QueryInsideTransactionError())
       return new Promise<T | undefined>((resolve, reject) => {
         queue.push({ work, resolve: resolve as (value: unknown) => void, reject })
         schedule()
