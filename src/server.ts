@@ -2,10 +2,11 @@ import type { Logger } from 'pino'
 import { buildApp } from './app.js'
 import type { Config } from './config.js'
 import { type Database, openConfiguredDatabase } from './db/database.js'
+import { dialectOf } from './db/dialect.js'
 import { migrateToLatest } from './db/migrate.js'
 import { createMetrics } from './http/metrics.js'
 import { createBackgroundWork } from './jobs/index.js'
-import { releaseAll } from './jobs/queue.js'
+import { releaseAll } from './modules/queue/repository.js'
 import { systemClock } from './lib/clock.js'
 import { createLogger } from './logger.js'
 import { developmentKeyBanner, ensureDevelopmentKey } from './modules/accounts/bootstrap.js'
@@ -23,7 +24,7 @@ async function openAndMigrate(config: Config, logger: Logger): Promise<Database>
   }
   const db = openConfiguredDatabase(config)
   // The embedded store has one process at a time: leases left behind are from one that died.
-  if (db.dialect === 'sqlite') await releaseAll(db.kysely)
+  if (db.singleProcess) await releaseAll(db.kysely)
   return db
 }
 
@@ -59,7 +60,7 @@ export async function serve(config: Config, options: { jobs: boolean } = { jobs:
 
   const address = await app.listen({ port: config.port, host: config.host })
   jobs?.start()
-  logger.info({ address, store: db.dialect, jobs: options.jobs }, 'wishpay listening')
+  logger.info({ address, store: dialectOf(db.kysely), jobs: options.jobs }, 'wishpay listening')
   // Straight to the terminal, never through the logger: logs must not hold keys.
   if (created) process.stdout.write(developmentKeyBanner(created, address.replace('0.0.0.0', '127.0.0.1')))
 
@@ -97,7 +98,7 @@ export async function work(config: Config): Promise<void> {
   const services = createServices({ config, db, clock })
   const jobs = createBackgroundWork({ db, clock, config, logger, payments: services.payments, keepProcessAlive: true })
   jobs.start()
-  logger.info({ store: db.dialect }, 'wishpay worker running')
+  logger.info({ store: dialectOf(db.kysely) }, 'wishpay worker running')
   onSignal(logger, async () => {
     await jobs.stop()
     await db.close()

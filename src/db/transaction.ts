@@ -1,7 +1,5 @@
-import type { Transaction } from 'kysely'
 import type { RequestContext } from '../lib/request-context.js'
-import type { Database } from './database.js'
-import type { DatabaseSchema } from './schema.js'
+import type { Database, Trx } from './database.js'
 
 /**
  * Runs work in the request's transaction when it has one (an idempotent request), else in a new
@@ -10,7 +8,7 @@ import type { DatabaseSchema } from './schema.js'
 export function inTransaction<T>(
   db: Database,
   ctx: Pick<RequestContext, 'transaction'>,
-  work: (trx: Transaction<DatabaseSchema>) => Promise<T>,
+  work: (trx: Trx) => Promise<T>,
 ): Promise<T> {
   return ctx.transaction ? work(ctx.transaction) : db.kysely.transaction().execute(work)
 }

@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify'
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { Database } from '../db/database.js'
-import { stats as queueStats } from '../jobs/queue.js'
+import { countPaymentsByStatus } from '../modules/metrics/repository.js'
+import { stats as queueStats } from '../modules/queue/repository.js'
 import type { Clock } from '../lib/clock.js'
 import { toTimestamp } from '../lib/clock.js'
 import { AppError } from '../lib/errors.js'
@@ -33,8 +34,7 @@ export function createMetrics(deps: { db: Database, clock: Clock }): Metrics {
     registers: [registry],
     async collect() {
       this.reset()
-      const rows = await db.kysely.selectFrom('payments').select(['status', (eb) => eb.fn.countAll<number>().as('n')]).groupBy('status').execute()
-      for (const row of rows) this.set({ status: row.status }, Number(row.n))
+      for (const row of await countPaymentsByStatus(db.kysely)) this.set({ status: row.status }, row.n)
     },
   })
   new Gauge({

@@ -3,6 +3,8 @@ import type { Config } from '../config.js'
 import type { Database } from '../db/database.js'
 import type { Clock } from '../lib/clock.js'
 import type { PaymentService } from '../modules/payments/service.js'
+import { createWebhookService } from '../modules/webhooks/service.js'
+import { createWishExpiry } from '../modules/wishes/service.js'
 import { eventRetention } from './event-retention.js'
 import { expirySweep } from './expiry.js'
 import { idempotencyPurge } from './idempotency-purge.js'
@@ -27,8 +29,8 @@ export function createBackgroundWork(deps: BackgroundDeps) {
     db: deps.db,
     clock: deps.clock,
     logger: deps.logger,
-    handlers: { ...settlementHandler(deps.payments), ...webhookDeliveryHandler(deps, deps.onDelivery) },
-    periodic: [expirySweep(deps), idempotencyPurge(deps), eventRetention(deps)],
+    handlers: { ...settlementHandler(deps.payments), ...webhookDeliveryHandler(createWebhookService(deps), deps.onDelivery) },
+    periodic: [expirySweep(createWishExpiry(deps)), idempotencyPurge(deps), eventRetention(deps)],
     ...(deps.pollIntervalMs !== undefined ? { pollIntervalMs: deps.pollIntervalMs } : {}),
     keepProcessAlive: deps.keepProcessAlive ?? false,
   })

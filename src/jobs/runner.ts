@@ -1,11 +1,7 @@
-import type { Transaction } from 'kysely'
 import type { Logger } from 'pino'
-import type { Database } from '../db/database.js'
-import type { DatabaseSchema } from '../db/schema.js'
+import type { Database, Trx } from '../db/database.js'
 import { type Clock, toTimestamp } from '../lib/clock.js'
-import * as queue from './queue.js'
-
-type Trx = Transaction<DatabaseSchema>
+import * as queue from '../modules/queue/repository.js'
 
 export interface JobContext {
   id: string
@@ -63,7 +59,7 @@ export function createJobRunner(options: JobRunnerOptions) {
 
   async function finishOutsideTransaction(id: string, next: Date | undefined) {
     if (next) await queue.reschedule(db.kysely, id, toTimestamp(next), '')
-    else await db.kysely.deleteFrom('jobs').where('id', '=', id).execute()
+    else await queue.complete(db.kysely, id)
   }
 
   async function runJob(job: queue.JobRow): Promise<void> {
@@ -80,11 +76,8 @@ export function createJobRunner(options: JobRunnerOptions) {
       attempts: job.attempts,
       commit: (work) => db.kysely.transaction().execute(async (trx) => {
         const next = await work(trx)
-        if (next) {
-          await trx.updateTable('jobs').set({ run_at: toTimestamp(next), locked_until: null, attempts: 0 }).where('id', '=', job.id).execute()
-        } else {
-          await queue.complete(trx, job.id)
-        }
+        if (next) await queue.scheduleNextStep(trx, job.id, toTimestamp(next))
+        else await queue.complete(trx, job.id)
         committed = true
         return next
       }),
@@ -117,7 +110,7 @@ export function createJobRunner(options: JobRunnerOptions) {
   /** One pass: claim what is due and run it, then the periodic tasks. Returns whether the batch was full. */
   async function tick(): Promise<boolean> {
     const now = clock.now()
-    const claimed = await queue.claimDue(db.kysely, db.dialect, toTimestamp(now), toTimestamp(new Date(now.getTime() + leaseMs)), batchSize)
+    const claimed = await queue.claimDue(db.kysely, toTimestamp(now), toTimestamp(new Date(now.getTime() + leaseMs)), batchSize)
     const pending = [...claimed]
     while (pending.length > 0 && !stopping) await runJob(pending.shift()!)
     // Stopping with claimed jobs not yet run: hand them back so another process need not wait for the lease.

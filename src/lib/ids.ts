@@ -1,4 +1,4 @@
-import { randomFillSync, randomInt } from 'node:crypto'
+import { randomBytes, randomFillSync, randomInt } from 'node:crypto'
 import { monotonicFactory } from 'ulid'
 
 /**
@@ -35,4 +35,19 @@ export function randomBase62(length: number): string {
   let out = ''
   for (let i = 0; i < length; i++) out += BASE62[randomInt(62)]
   return out
+}
+
+/** A uniformly random number in [0, 1), from the CSPRNG (what Math.random would give, for jitter). */
+export function randomFraction(): number {
+  return pooledRandom()
+}
+
+/** A uniformly random integer in [0, n), for spreading writes over slots (not for secrets). */
+export function randomIndex(n: number): number {
+  return Math.floor(pooledRandom() * n)
+}
+
+/** A webhook endpoint's signing secret, as Standard Webhooks has it: whsec_ plus base64 of 24 random bytes. */
+export function newWebhookSecret(): string {
+  return `whsec_${randomBytes(24).toString('base64')}`
 }

@@ -1,5 +1,4 @@
-import type { Transaction } from 'kysely'
-import type { DatabaseSchema } from '../db/schema.js'
+import type { Trx } from '../db/database.js'
 
 /** What a service needs to know about the caller of one operation. */
 export interface RequestContext {
@@ -10,5 +9,5 @@ export interface RequestContext {
    * The transaction an idempotent request runs in. Services join it (db/transaction.ts) so that
    * their work and the idempotency record commit together.
    */
-  transaction?: Transaction<DatabaseSchema> | undefined
+  transaction?: Trx | undefined
 }

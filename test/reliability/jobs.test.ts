@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { createBackgroundWork } from '../../src/jobs/index.js'
-import { claimDue, enqueue, release } from '../../src/jobs/queue.js'
+import { claimDue, enqueue, release } from '../../src/modules/queue/repository.js'
 import { createJobRunner, type JobContext } from '../../src/jobs/runner.js'
 import type { SettlePayload } from '../../src/modules/payments/service.js'
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.js'
@@ -95,7 +95,7 @@ for (const kind of storeKinds()) {
         const lease = new Date(now.getTime() + 30_000).toISOString()
         for (let round = 0; round < 3; round++) {
           await release(db.kysely, ids)
-          const batches = await Promise.all(Array.from({ length: 12 }, () => claimDue(db.kysely, db.dialect, nowIso, lease, 10)))
+          const batches = await Promise.all(Array.from({ length: 12 }, () => claimDue(db.kysely, nowIso, lease, 10)))
           const claimed = batches.flat().map((j) => j.id)
           assert.equal(new Set(claimed).size, claimed.length, `round ${round}: a job was claimed twice`)
           assert.deepEqual([...claimed].sort(), [...ids].sort(), `round ${round}: every due job claimed once`)
@@ -169,14 +169,14 @@ for (const kind of storeKinds()) {
         const at = (ms: number) => new Date(base.getTime() + ms).toISOString()
         const id = await enqueue(db.kysely, { type: 'test.lease', payload: {}, runAt: base }, base)
 
-        const first = await claimDue(db.kysely, db.dialect, at(0), at(30_000), 10)
+        const first = await claimDue(db.kysely, at(0), at(30_000), 10)
         assert.deepEqual(first.map((j) => [j.id, j.attempts, j.locked_until]), [[id, 1, at(30_000)]])
-        assert.deepEqual(await claimDue(db.kysely, db.dialect, at(0), at(30_000), 10), [], 'leased: not claimable')
-        assert.deepEqual(await claimDue(db.kysely, db.dialect, at(29_999), at(59_999), 10), [], 'still leased 1 ms before the end')
+        assert.deepEqual(await claimDue(db.kysely, at(0), at(30_000), 10), [], 'leased: not claimable')
+        assert.deepEqual(await claimDue(db.kysely, at(29_999), at(59_999), 10), [], 'still leased 1 ms before the end')
 
-        const second = await claimDue(db.kysely, db.dialect, at(30_001), at(60_001), 10)
+        const second = await claimDue(db.kysely, at(30_001), at(60_001), 10)
         assert.deepEqual(second.map((j) => [j.id, j.attempts, j.locked_until]), [[id, 2, at(60_001)]])
-        assert.deepEqual(await claimDue(db.kysely, db.dialect, at(30_001), at(60_001), 10), [])
+        assert.deepEqual(await claimDue(db.kysely, at(30_001), at(60_001), 10), [])
       })
     })
 
@@ -191,7 +191,7 @@ for (const kind of storeKinds()) {
         const now = t.clock.now()
         const id = await enqueue(db.kysely, { type: 'test.orphan', payload: {}, runAt: now }, now)
         // A process claims it with a 30 s lease and dies.
-        const dead = await claimDue(db.kysely, db.dialect, now.toISOString(), new Date(now.getTime() + 30_000).toISOString(), 10)
+        const dead = await claimDue(db.kysely, now.toISOString(), new Date(now.getTime() + 30_000).toISOString(), 10)
         assert.equal(dead.length, 1)
 
         await runner.runOnce()
@@ -216,11 +216,11 @@ for (const kind of storeKinds()) {
           const runAt = new Date(Date.parse(now) - 3 + n)
           ids.push(await enqueue(db.kysely, { type: 'test.release', payload: { n }, runAt }, runAt))
         }
-        const claimed = await claimDue(db.kysely, db.dialect, now, lease, 10)
+        const claimed = await claimDue(db.kysely, now, lease, 10)
         assert.deepEqual(claimed.map((j) => j.id).sort(), [...ids].sort())
 
         await release(db.kysely, [])
-        assert.deepEqual(await claimDue(db.kysely, db.dialect, now, lease, 10), [], 'release([]) changes nothing')
+        assert.deepEqual(await claimDue(db.kysely, now, lease, 10), [], 'release([]) changes nothing')
 
         await release(db.kysely, [ids[0]!, ids[2]!])
         const rows = await db.kysely.selectFrom('jobs').selectAll().orderBy('id').execute()
@@ -231,7 +231,7 @@ for (const kind of storeKinds()) {
         // Released jobs keep their attempts and schedule.
         assert.equal(byId.get(ids[0]!)?.attempts, 1)
 
-        const again = await claimDue(db.kysely, db.dialect, now, lease, 10)
+        const again = await claimDue(db.kysely, now, lease, 10)
         assert.deepEqual(again.map((j) => j.id).sort(), [ids[0]!, ids[2]!].sort())
         assert.deepEqual(again.map((j) => j.attempts), [2, 2])
       })
@@ -266,7 +266,7 @@ for (const kind of storeKinds()) {
           assert.equal(row.attempts, 1)
         }
         // Another runner takes them at once, without waiting for a lease.
-        const next = await claimDue(db.kysely, db.dialect, t.clock.now().toISOString(), new Date(t.clock.now().getTime() + 30_000).toISOString(), 10)
+        const next = await claimDue(db.kysely, t.clock.now().toISOString(), new Date(t.clock.now().getTime() + 30_000).toISOString(), 10)
         assert.equal(next.length, 2)
       })
     })

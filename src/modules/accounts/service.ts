@@ -94,7 +94,7 @@ export function createAccountService(deps: { db: Database, clock: Clock }) {
     async authenticate(key: string): Promise<Principal | undefined> {
       if (!isWellFormedKey(key)) return undefined
       const hash = hashKey(key)
-      const now = Date.now()
+      const now = clock.now().getTime()
       const cached = recentKeys.get(hash)
       if (cached && cached.until > now) return cached.principal
       const row = await repo.findActiveKeyByHash(db.kysely, hash)

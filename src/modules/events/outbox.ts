@@ -1,6 +1,6 @@
 import type { Executor } from '../../db/database.js'
 import type { EventsTable } from '../../db/schema.js'
-import { insertJobs, type JobRow, jobRow } from '../../jobs/queue.js'
+import { insertJobs, type JobRow, jobRow } from '../queue/repository.js'
 import { newId } from '../../lib/ids.js'
 import { type EndpointRow, enabledEndpoints } from '../webhooks/repository.js'
 import type { EventType } from './types.js'

@@ -65,7 +65,7 @@ export function createMandateService(deps: { db: Database, clock: Clock }) {
         let deadline = toTimestamp(expiresAt)
         // The wish is locked until commit: a cancel, delete or budget cut waits for this mandate and
         // then revokes it (or sees its budget), and this check sees the wish as last committed.
-        const wish = input.wish_id === undefined ? undefined : await findWishForUpdate(trx, db.dialect, ctx.accountId, input.wish_id)
+        const wish = input.wish_id === undefined ? undefined : await findWishForUpdate(trx, ctx.accountId, input.wish_id)
         // Time is read once the wish is locked, so that timestamps follow the order the lock imposes.
         const nowDate = clock.now()
         const now = toTimestamp(nowDate)

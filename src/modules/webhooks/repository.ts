@@ -1,6 +1,5 @@
-import type { Transaction } from 'kysely'
-import type { Executor } from '../../db/database.js'
-import type { DatabaseSchema, WebhookAttemptsTable, WebhookEndpointsTable } from '../../db/schema.js'
+import type { Executor, Trx } from '../../db/database.js'
+import type { WebhookAttemptsTable, WebhookEndpointsTable } from '../../db/schema.js'
 
 export type EndpointRow = WebhookEndpointsTable
 export type AttemptRow = WebhookAttemptsTable
@@ -17,7 +16,7 @@ export async function insertEndpoint(db: Executor, row: EndpointRow): Promise<vo
  * checks of the account's other inserts); on SQLite it takes the database's write lock before the
  * count is read, so another process cannot write in between either.
  */
-export async function insertEndpointWithinLimit(trx: Transaction<DatabaseSchema>, row: EndpointRow, limit: number): Promise<boolean> {
+export async function insertEndpointWithinLimit(trx: Trx, row: EndpointRow, limit: number): Promise<boolean> {
   await trx.updateTable('accounts').set((eb) => ({ created_at: eb.ref('created_at') })).where('id', '=', row.account_id).execute()
   if ((await countEndpoints(trx, row.account_id)) >= limit) return false
   await insertEndpoint(trx, row)

@@ -1,3 +1,5 @@
+import { randomFraction } from '../../lib/ids.js'
+
 /**
  * Waits after each failed attempt: 5 s, 5 min, 30 min, 2 h, 5 h, then 10 h seven times, about 3.2 days
  * in all (Stripe retries for up to 3 days). WEBHOOK_RETRY_SCALE multiplies it (tests use a tiny scale).
@@ -11,7 +13,7 @@ const MAX_RETRY_AFTER_SECONDS = 24 * 3600
  * receiver's Retry-After (429, 503) is a floor, up to a day: never sooner than it asks, and never so
  * soon that a short Retry-After burns through the attempts.
  */
-export function retryDelayMs(attempt: number, scale: number, retryAfterSeconds: number | null, random: () => number = Math.random): number | undefined {
+export function retryDelayMs(attempt: number, scale: number, retryAfterSeconds: number | null, random: () => number = randomFraction): number | undefined {
   const base = SCHEDULE_SECONDS[attempt - 1]
   if (base === undefined) return undefined
   const scheduled = Math.round(base * 1000 * scale * (0.9 + 0.2 * random()))

@@ -29,8 +29,10 @@ export interface SendRequest {
  * the whole attempt is bounded by the timeout; only the status line is read.
  */
 export function send(request: SendRequest): Promise<SendResult> {
-  const started = Date.now()
-  const done = (result: Omit<SendResult, 'durationMs'>): SendResult => ({ ...result, durationMs: Date.now() - started })
+  // A duration from the monotonic clock; the time of the answer is the request's `now` plus it.
+  const started = performance.now()
+  const elapsedMs = () => performance.now() - started
+  const done = (result: Omit<SendResult, 'durationMs'>): SendResult => ({ ...result, durationMs: Math.round(elapsedMs()) })
   if (literalHostRefused(request.url, request.allowPrivate)) {
     return Promise.resolve(done({ statusCode: null, error: 'url points to a non-public address', retryAfterSeconds: null }))
   }
@@ -55,7 +57,7 @@ export function send(request: SendRequest): Promise<SendResult> {
       resolve(done({
         statusCode: res.statusCode ?? null,
         error: null,
-        retryAfterSeconds: parseRetryAfter(Array.isArray(header) ? header[0] : header, new Date()),
+        retryAfterSeconds: parseRetryAfter(Array.isArray(header) ? header[0] : header, new Date(request.now.getTime() + elapsedMs())),
       }))
     })
     req.on('error', (error: NodeJS.ErrnoException) => {

@@ -1,14 +1,18 @@
-import { randomBytes } from 'node:crypto'
 import type { Config } from '../../config.js'
-import type { Database } from '../../db/database.js'
+import type { Database, Trx } from '../../db/database.js'
 import { inTransaction } from '../../db/transaction.js'
 import { errors } from '../../lib/errors.js'
 import { pageOf } from '../../lib/paging.js'
 import { type Clock, toTimestamp } from '../../lib/clock.js'
-import { newId } from '../../lib/ids.js'
+import { newId, newWebhookSecret } from '../../lib/ids.js'
 import type { RequestContext } from '../../lib/request-context.js'
+import type { DeliverPayload } from '../events/outbox.js'
+import { findEventById } from '../events/repository.js'
+import { toEvent } from '../events/service.js'
 import { urlProblem } from './address-policy.js'
 import * as repo from './repository.js'
+import { retryDelayMs } from './retry-schedule.js'
+import { send } from './sender.js'
 import type {
   CreatedWebhookEndpoint, CreateWebhookEndpointInput, DeliveryAttempt, UpdateWebhookEndpointInput, WebhookEndpoint,
 } from './schemas.js'
@@ -48,12 +52,15 @@ function toAttempt(row: repo.AttemptRow): DeliveryAttempt {
  */
 export const MAX_WEBHOOK_ENDPOINTS_PER_ACCOUNT = 16
 
-/** Standard Webhooks secrets: whsec_ plus base64 of 24 random bytes. */
-function newSecret(): string {
-  return `whsec_${randomBytes(24).toString('base64')}`
-}
+export type DeliveryOutcome = 'delivered' | 'retrying' | 'failed' | 'disabled' | 'dropped'
 
-export function createWebhookService(deps: { db: Database, clock: Clock, config: Pick<Config, 'webhookAllowPrivate'> }) {
+/**
+ * Runs a job's state change in the transaction that also ends the job, or schedules its next run when
+ * the work returns a date (src/jobs/runner.ts JobContext.commit).
+ */
+export type JobCommit = (work: (trx: Trx) => Promise<Date | undefined>) => Promise<Date | undefined>
+
+export function createWebhookService(deps: { db: Database, clock: Clock, config: Pick<Config, 'webhookAllowPrivate' | 'webhookRetryScale'> }) {
   const { db, clock, config } = deps
 
   async function checkUrl(url: string): Promise<void> {
@@ -78,7 +85,7 @@ export function createWebhookService(deps: { db: Database, clock: Clock, config:
         url: input.url,
         events: JSON.stringify(input.events),
         description: input.description ?? null,
-        secret: newSecret(),
+        secret: newWebhookSecret(),
         status: 'enabled',
         disabled_reason: null,
         created_at: now,
@@ -130,6 +137,57 @@ export function createWebhookService(deps: { db: Database, clock: Clock, config:
       const page = pageOf(query)
       const [rows, total] = await Promise.all([repo.listAttempts(db.kysely, id, page), repo.countAttemptsOfEndpoint(db.kysely, id)])
       return { data: rows.map(toAttempt), meta: { total, ...page } }
+    },
+
+    /**
+     * Delivers one event to one endpoint (the webhook.deliver job). The HTTP attempt happens outside any
+     * transaction; its record, the next retry (or the job's end) and, on 410 Gone, the endpoint's
+     * disabling then commit together, through `commit`. At least once: a process that dies mid-attempt
+     * leaves the job to be retried when its lease ends. Returns what became of the delivery and when
+     * to run the job again (undefined: done).
+     */
+    async deliver(payload: DeliverPayload, commit: JobCommit): Promise<{ outcome: DeliveryOutcome, next: Date | undefined }> {
+      const endpoint = await repo.findEndpointById(db.kysely, payload.endpoint_id)
+      const event = await findEventById(db.kysely, payload.event_id)
+      // Deleted or disabled endpoint, or an event past retention: nothing left to deliver.
+      if (!endpoint || endpoint.status !== 'enabled' || !event) return { outcome: 'dropped', next: undefined }
+      const result = await send({
+        url: endpoint.url,
+        secret: endpoint.secret,
+        eventId: event.id,
+        body: JSON.stringify(toEvent(event)),
+        now: clock.now(),
+        allowPrivate: config.webhookAllowPrivate,
+      })
+      let outcome: DeliveryOutcome = 'failed'
+      const next = await commit(async (trx) => {
+        const nowDate = clock.now()
+        const now = toTimestamp(nowDate)
+        const attempt = (await repo.countAttempts(trx, endpoint.id, event.id)) + 1
+        const status = result.statusCode
+        const delivered = status !== null && status >= 200 && status < 300
+        const gone = status === 410
+        const delay = delivered || gone ? undefined : retryDelayMs(attempt, config.webhookRetryScale, status === 429 || status === 503 ? result.retryAfterSeconds : null)
+        const retryAt = delay === undefined ? undefined : new Date(nowDate.getTime() + delay)
+        await repo.insertAttempt(trx, {
+          id: newId('wha', nowDate),
+          account_id: endpoint.account_id,
+          endpoint_id: endpoint.id,
+          event_id: event.id,
+          event_type: event.type,
+          attempt,
+          status_code: status,
+          error: result.error ?? (delivered ? null : `HTTP ${status}`),
+          succeeded: delivered ? 1 : 0,
+          duration_ms: result.durationMs,
+          next_retry_at: retryAt ? toTimestamp(retryAt) : null,
+          created_at: now,
+        })
+        if (gone) await repo.disableEndpoint(trx, endpoint.id, `The endpoint answered 410 Gone at ${now}`, now)
+        outcome = delivered ? 'delivered' : gone ? 'disabled' : retryAt ? 'retrying' : 'failed'
+        return retryAt
+      })
+      return { outcome, next }
     },
   }
 }

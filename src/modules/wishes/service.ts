@@ -1,7 +1,6 @@
 import type { Config } from '../../config.js'
 import type { Database } from '../../db/database.js'
 import { errors, FieldErrors } from '../../lib/errors.js'
-import type { MetadataValue } from '../../http/schemas.js'
 import { pageOf } from '../../lib/paging.js'
 import { type Clock, toTimestamp } from '../../lib/clock.js'
 import { fitsMinorUnit } from '../../lib/currency.js'
@@ -9,10 +8,10 @@ import { newId } from '../../lib/ids.js'
 import type { RequestContext } from '../../lib/request-context.js'
 import { recordEvent } from '../events/outbox.js'
 import { inTransaction } from '../../db/transaction.js'
-import { capExpiryForWish as capMandateExpiry } from '../mandates/repository.js'
-import { revokeMandatesOfWishes } from '../mandates/service.js'
-import { adjustWishCounts, countWishes } from './counts.js'
+import { capExpiryForWish as capMandateExpiry, expireDue as expireDueMandates } from '../mandates/repository.js'
+import { revokeMandatesOfWishes, toMandate } from '../mandates/service.js'
 import * as repo from './repository.js'
+import { adjustWishCounts, countWishes, type CountChanges } from './repository.js'
 import type { CreateWishInput, ListWishesInput, UpdateWishInput, Wish } from './schemas.js'
 import { allowedTransitions, canTransition, effectiveStatus, isTerminal, type WishStatus } from './transitions.js'
 
@@ -22,6 +21,7 @@ export interface WishServiceDeps {
   config: Pick<Config, 'defaultProtocol'>
 }
 
+type MetadataValue = Wish['metadata'][string]
 type Metadata = Record<string, MetadataValue>
 type BudgetInput = { max?: number | undefined, currency?: string | undefined } | null | undefined
 
@@ -80,10 +80,57 @@ function sameMetadata(a: Metadata, b: Metadata): boolean {
   return keys.length === Object.keys(b).length && keys.every((k) => Object.hasOwn(b, k) && a[k] === b[k])
 }
 
+/**
+ * The expiry sweep's work (src/jobs/expiry.ts schedules it). Stores `expired` on up to `limit` wishes,
+ * and up to `limit` mandates, whose time has passed, with their events (a wish's is wish.updated: the
+ * contract has no wish.expired), and revokes any mandate still active on a lapsed wish, all in one
+ * transaction. Readers already see them expired; this makes the status and the event stream agree. The
+ * updates are conditional, so processes sweeping at once never expire, or announce, one object twice.
+ */
+export function createWishExpiry(deps: { db: Database, clock: Clock }) {
+  const { db, clock } = deps
+  return {
+    /** One batch; returns the larger of the numbers of wishes and mandates it expired. */
+    expireLapsed(limit: number): Promise<number> {
+      return db.kysely.transaction().execute(async (trx) => {
+        const now = toTimestamp(clock.now())
+        const lapsedWishes: repo.WishRow[] = []
+        const moved = new Map<string, CountChanges>()
+        for (const { row, was } of await repo.expireDue(trx, now, limit)) {
+          lapsedWishes.push(row)
+          const changes = moved.get(row.account_id) ?? {}
+          changes[was] = (changes[was] ?? 0) - 1
+          changes.expired = (changes.expired ?? 0) + 1
+          moved.set(row.account_id, changes)
+        }
+        // Accounts in order, like the counters within one: counter locks are always taken in one order.
+        for (const accountId of [...moved.keys()].sort()) await adjustWishCounts(trx, accountId, moved.get(accountId)!)
+        for (const row of lapsedWishes) {
+          await recordEvent(trx, { accountId: row.account_id, type: 'wish.updated', object: toWish(row, now), requestId: null, createdAt: now })
+        }
+        // A lapsed wish takes its mandates with it, as a cancelled one does. A mandate made since
+        // mandates were capped at their wish's deadline has lapsed with it and is expired below
+        // instead; this catches those that outlived their wish (older data).
+        for (const accountId of [...moved.keys()].sort()) {
+          const ids = lapsedWishes.filter((row) => row.account_id === accountId).map((row) => row.id)
+          await revokeMandatesOfWishes(trx, accountId, ids, null, now)
+        }
+        const lapsedMandates = await expireDueMandates(trx, now, limit)
+        for (const row of lapsedMandates) {
+          await recordEvent(trx, { accountId: row.account_id, type: 'mandate.expired', object: toMandate(row, now), requestId: null, createdAt: now })
+        }
+        return Math.max(lapsedWishes.length, lapsedMandates.length)
+      })
+    },
+  }
+}
+
 export function createWishService(deps: WishServiceDeps) {
   const { db, clock, config } = deps
 
   return {
+    ...createWishExpiry(deps),
+
     async create(ctx: RequestContext, input: CreateWishInput): Promise<Wish> {
       const now = clock.now()
       const stamp = toTimestamp(now)
@@ -140,7 +187,7 @@ export function createWishService(deps: WishServiceDeps) {
       problems.throwIfAny()
 
       return inTransaction(db, ctx, async (trx) => {
-        const row = await repo.findWishForUpdate(trx, db.dialect, ctx.accountId, id)
+        const row = await repo.findWishForUpdate(trx, ctx.accountId, id)
         if (!row) throw errors.resourceMissing('wish', id)
         // Time is read once the wish is locked, so that timestamps follow the order the lock imposes.
         const now = toTimestamp(clock.now())
@@ -199,7 +246,7 @@ export function createWishService(deps: WishServiceDeps) {
 
     async remove(ctx: RequestContext, id: string): Promise<void> {
       await inTransaction(db, ctx, async (trx) => {
-        const row = await repo.findWishForUpdate(trx, db.dialect, ctx.accountId, id)
+        const row = await repo.findWishForUpdate(trx, ctx.accountId, id)
         if (!row) throw errors.resourceMissing('wish', id)
         const now = toTimestamp(clock.now())
         await repo.deleteWish(trx, ctx.accountId, id)

@@ -1,6 +1,12 @@
-import type { DialectName, Executor } from '../db/database.js'
-import type { JobsTable } from '../db/schema.js'
-import { newId } from '../lib/ids.js'
+import type { Executor } from '../../db/database.js'
+import { forUpdateSkipLocked } from '../../db/dialect.js'
+import type { JobsTable } from '../../db/schema.js'
+import { newId } from '../../lib/ids.js'
+
+/**
+ * The job queue's SQL: the jobs table that background work is claimed from (src/jobs/runner.ts) and
+ * that modules add jobs to in the transaction that makes them necessary.
+ */
 
 export type JobRow = JobsTable
 
@@ -51,7 +57,7 @@ export async function enqueue(trx: Executor, job: NewJob, now: Date): Promise<st
  * picked FOR UPDATE SKIP LOCKED, so processes claiming at once never take the same job; a job whose
  * process died is claimable again once its lease has run out.
  */
-export function claimDue(db: Executor, dialect: DialectName, now: string, leaseUntil: string, limit: number): Promise<JobRow[]> {
+export function claimDue(db: Executor, now: string, leaseUntil: string, limit: number): Promise<JobRow[]> {
   return db.updateTable('jobs')
     .set((eb) => ({ locked_until: leaseUntil, attempts: eb('attempts', '+', 1) }))
     .where('id', 'in', (eb) => {
@@ -59,7 +65,7 @@ export function claimDue(db: Executor, dialect: DialectName, now: string, leaseU
         .where('run_at', '<=', now)
         .where((w) => w.or([w('locked_until', 'is', null), w('locked_until', '<', now)]))
         .orderBy('run_at').limit(limit)
-      return dialect === 'postgres' ? due.forUpdate().skipLocked() : due
+      return forUpdateSkipLocked(db, due)
     })
     .returningAll()
     .execute()
@@ -68,6 +74,11 @@ export function claimDue(db: Executor, dialect: DialectName, now: string, leaseU
 /** Done: the job goes, in the transaction of the work it did. */
 export async function complete(trx: Executor, id: string): Promise<void> {
   await trx.deleteFrom('jobs').where('id', '=', id).execute()
+}
+
+/** The job's next step is due at `runAt`: a new lease, with its attempts counted afresh. */
+export async function scheduleNextStep(trx: Executor, id: string, runAt: string): Promise<void> {
+  await trx.updateTable('jobs').set({ run_at: runAt, locked_until: null, attempts: 0 }).where('id', '=', id).execute()
 }
 
 /** Failed this time: try again at `retryAt`. */

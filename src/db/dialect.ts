@@ -1,0 +1,28 @@
+import { PostgresAdapter, type SelectQueryBuilder } from 'kysely'
+import type { DialectName, Executor } from './database.js'
+
+/**
+ * The dialect an executor (the database or one of its transactions) speaks, learnt from Kysely's
+ * adapter, so that repositories and services never pass a dialect around (rule 7: dialect differences
+ * live in db/ only).
+ */
+export function dialectOf(db: Executor): DialectName {
+  return db.getExecutor().adapter instanceof PostgresAdapter ? 'postgres' : 'sqlite'
+}
+
+/**
+ * Locks the selected rows until the transaction ends. PostgreSQL needs FOR UPDATE; SQLite has no
+ * row locks and needs none: a write transaction there holds the whole database.
+ */
+export function forUpdate<DB, TB extends keyof DB, O>(db: Executor, query: SelectQueryBuilder<DB, TB, O>): SelectQueryBuilder<DB, TB, O> {
+  return dialectOf(db) === 'postgres' ? query.forUpdate() : query
+}
+
+/**
+ * Locks the selected rows, passing over rows another transaction holds (FOR UPDATE SKIP LOCKED on
+ * PostgreSQL), so that processes claiming at once take different rows. SQLite serves one writer at a
+ * time and needs neither.
+ */
+export function forUpdateSkipLocked<DB, TB extends keyof DB, O>(db: Executor, query: SelectQueryBuilder<DB, TB, O>): SelectQueryBuilder<DB, TB, O> {
+  return dialectOf(db) === 'postgres' ? query.forUpdate().skipLocked() : query
+}
