@@ -1,6 +1,52 @@
 import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
+const NO_DIALECT = {
+  selector: "MemberExpression[property.name='dialect']",
+  message: 'Dialect differences live in src/db/ only (rule 7): use a db/ helper (db/dialect.ts forUpdate, forUpdateSkipLocked) or a Database property instead of reading .dialect.',
+}
+
+const NO_AMBIENT_TIME_OR_RANDOMNESS = [
+  {
+    selector: "CallExpression[callee.object.name='Date'][callee.property.name='now']",
+    message: 'Time comes from the injected clock (rule 6): clock.now(); for a duration use performance.now().',
+  },
+  {
+    selector: "NewExpression[callee.name='Date'][arguments.length=0]",
+    message: 'Time comes from the injected clock (rule 6): clock.now().',
+  },
+  {
+    selector: "MemberExpression[object.name='Math'][property.name='random']",
+    message: 'Randomness comes from src/lib/ids.ts (rule 6): randomFraction(), randomIndex(n), randomBase62(n).',
+  },
+]
+
+const NO_KYSELY = {
+  name: 'kysely',
+  message: 'Only src/db/ and repository.ts files touch Kysely (rule 1); import Executor and Trx from src/db/database.ts.',
+}
+
+const NO_AMBIENT_RANDOMNESS = {
+  name: 'node:crypto',
+  importNames: ['randomBytes', 'randomInt', 'randomUUID', 'randomFillSync', 'getRandomValues'],
+  message: 'Randomness comes from src/lib/ids.ts (rule 6).',
+}
+
+const NOT_FROM_UPPER_LAYERS = {
+  regex: '(^|/)(modules|http|jobs)/',
+  message: 'src/lib/ and src/db/ are the bottom layers: they import nothing from modules/, http/ or jobs/.',
+}
+
+const NOT_FROM_HTTP_OR_JOBS = {
+  regex: '(^|/)(http|jobs)/',
+  message: "Modules' services and repositories never import http/ or jobs/: jobs call services, not the reverse (the queue is src/modules/queue/repository.ts).",
+}
+
+const NOT_FROM_JOBS = {
+  regex: '(^|/)jobs/',
+  message: 'Modules never import jobs/ (the queue is src/modules/queue/repository.ts).',
+}
+
 export default tseslint.config(
   { ignores: ['node_modules/', 'dist/', 'data/', 'bench/results/'] },
   js.configs.recommended,
@@ -15,5 +61,50 @@ export default tseslint.config(
   {
     files: ['src/db/migrations/**', 'test/**'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
+  },
+
+  // The rules of the house (docs: /work/shared/ARCHITECTURE.md, README "Development"), checked by lint.
+  // ESLint does not merge one rule's options across blocks: a later block that matches a file replaces
+  // the rule's options of an earlier one, so each block below repeats what still applies to its files.
+  {
+    // Rule 7: dialect differences live in db/ only.
+    files: ['src/**/*.ts'],
+    ignores: ['src/db/**'],
+    rules: { 'no-restricted-syntax': ['error', NO_DIALECT] },
+  },
+  {
+    // Rule 6: time from the injected clock, randomness from lib/ids.ts.
+    files: ['src/modules/**/*.ts'],
+    rules: { 'no-restricted-syntax': ['error', NO_DIALECT, ...NO_AMBIENT_TIME_OR_RANDOMNESS] },
+  },
+  {
+    // Rule 1: repositories own SQL; nothing else touches Kysely (types come from db/database.ts).
+    files: ['src/**/*.ts'],
+    ignores: ['src/db/**', 'src/**/repository.ts'],
+    rules: { 'no-restricted-imports': ['error', { paths: [NO_KYSELY] }] },
+  },
+  {
+    // Layers: lib/ and db/ are the bottom; they import nothing from modules/, http/ or jobs/.
+    files: ['src/lib/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { paths: [NO_KYSELY], patterns: [NOT_FROM_UPPER_LAYERS] }] },
+  },
+  {
+    files: ['src/db/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [NOT_FROM_UPPER_LAYERS] }] },
+  },
+  {
+    // Modules' services, repositories and the rest never import http/ or jobs/; routes.ts and schemas.ts
+    // may use http/'s schema helpers and plugins, never jobs/.
+    files: ['src/modules/**/*.ts'],
+    ignores: ['src/modules/**/routes.ts', 'src/modules/**/schemas.ts', 'src/modules/**/repository.ts'],
+    rules: { 'no-restricted-imports': ['error', { paths: [NO_KYSELY, NO_AMBIENT_RANDOMNESS], patterns: [NOT_FROM_HTTP_OR_JOBS] }] },
+  },
+  {
+    files: ['src/modules/**/repository.ts'],
+    rules: { 'no-restricted-imports': ['error', { paths: [NO_AMBIENT_RANDOMNESS], patterns: [NOT_FROM_HTTP_OR_JOBS] }] },
+  },
+  {
+    files: ['src/modules/**/routes.ts', 'src/modules/**/schemas.ts'],
+    rules: { 'no-restricted-imports': ['error', { paths: [NO_KYSELY, NO_AMBIENT_RANDOMNESS], patterns: [NOT_FROM_JOBS] }] },
   },
 )
