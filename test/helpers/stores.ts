@@ -110,6 +110,9 @@ async function openPostgresStore(url: string, options: OpenStoreOptions): Promis
 }
 
 /** A new store of this kind; a postgres store needs `postgresUrl` or TEST_DATABASE_URL. */
+export async function openStore(name: 'sqlite', options?: OpenStoreOptions): Promise<SqliteTestStore>
+export async function openStore(name: 'postgres', options?: OpenStoreOptions): Promise<PostgresTestStore>
+export async function openStore(name: StoreName, options?: OpenStoreOptions): Promise<TestStore>
 export async function openStore(name: StoreName, options: OpenStoreOptions = {}): Promise<TestStore> {
   if (name === 'sqlite') return openSqliteStore()
   const url = options.postgresUrl ?? process.env.TEST_DATABASE_URL

@@ -1,16 +1,15 @@
 import assert from 'node:assert/strict'
-import fs from 'node:fs'
-import os from 'node:os'
 import path from 'node:path'
 import { afterEach, beforeEach, describe, test } from 'node:test'
 import SQLite from 'better-sqlite3'
 import type { Kysely } from 'kysely'
 import { type Database, openDatabase } from '../../src/db/database.js'
 import { createGroupCommit, type GroupCommit } from '../../src/db/group-commit.js'
+import { openStore, type SqliteTestStore } from '../helpers/stores.js'
 
 /** Group commit on the embedded store (db/group-commit.ts), against a real SQLite file. */
 describe('group commit', () => {
-  let dir: string
+  let store: SqliteTestStore
   let db: Database
   let group: GroupCommit
   let kysely: Kysely<any>
@@ -18,9 +17,10 @@ describe('group commit', () => {
   let reader: SQLite.Database
 
   beforeEach(async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wishpay-group-'))
-    const file = path.join(dir, 'test.db')
-    db = openDatabase({ sqlitePath: file })
+    // A new, unmigrated SQLite file of its own.
+    store = await openStore('sqlite')
+    const file = store.sqlitePath
+    db = store.db
     kysely = db.kysely as unknown as Kysely<any>
     await kysely.schema.createTable('items').addColumn('id', 'text', (c) => c.primaryKey()).execute()
     group = createGroupCommit({ kysely: db.kysely, sqlite: db.sqlite! })
@@ -29,8 +29,7 @@ describe('group commit', () => {
 
   afterEach(async () => {
     reader.close()
-    await db.close()
-    fs.rmSync(dir, { recursive: true, force: true })
+    await store.close()
   })
 
   const committed = () => (reader.prepare('select id from items order by id').all() as Array<{ id: string }>).map((r) => r.id)
@@ -94,7 +93,7 @@ describe('group commit', () => {
   })
 
   test('once the database is closed, submitted work is refused rather than left waiting', async () => {
-    const closed = openDatabase({ sqlitePath: path.join(dir, 'closed.db') })
+    const closed = openDatabase({ sqlitePath: path.join(path.dirname(store.sqlitePath), 'closed.db') })
     const closedGroup = createGroupCommit({ kysely: closed.kysely, sqlite: closed.sqlite! })
     await closed.close()
     await assert.rejects(closedGroup.submit(() => 1))
