@@ -1,5 +1,6 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
 import addFormatsModule from 'ajv-formats'
+import type { Response } from './response.js'
 
 /**
  * Checks HTTP exchanges against the app's own OpenAPI document, as a validating proxy (Prism) would:
@@ -20,18 +21,14 @@ export interface Operation {
   op: any
 }
 
-export interface Exchange {
+/** A request and the answer it got (the answer in the one Response shape, without its parsed body). */
+export interface Exchange extends Pick<Response, 'status' | 'headers' | 'raw'> {
   method: string
   /** The request path, with or without a query string. */
   url: string
   /** Request body as sent, when one was sent. */
   requestBody?: string | undefined
   requestContentType?: string | undefined
-  status: number
-  /** Response headers, lower-case names. */
-  headers: Record<string, string | string[] | number | undefined>
-  /** Response body as received. */
-  raw: string
 }
 
 function pointer(...parts: string[]): string {
