@@ -17,8 +17,8 @@ export function lockForUpdate<DB, TB extends keyof DB, O>(
  * processes, so it must; SQLite serves one process, whose own in-flight set already rules out a
  * second worker on the key (and a write transaction there holds the whole database anyway).
  */
-export function claimsAcrossProcesses(dialect: DialectName): boolean {
-  return dialect === 'postgres'
+export function claimsAcrossProcesses(db: { dialect: DialectName }): boolean {
+  return db.dialect === 'postgres'
 }
 
 /**

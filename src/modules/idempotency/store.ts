@@ -69,7 +69,7 @@ export function createIdempotencyStore(deps: { db: Database, ttlSeconds: number 
    * finished, if any; 409 while another transaction holds it.
    */
   async function claim(trx: Trx, use: KeyUse): Promise<IdempotencyRecord | undefined> {
-    if (!claimsAcrossProcesses(db.dialect)) return undefined
+    if (!claimsAcrossProcesses(db)) return undefined
     const claimed = await repo.claimKey(trx, use.accountId, use.key, toTimestamp(use.now))
     if (!claimed.locked) throw errors.idempotencyKeyInUse()
     return claimed.record

@@ -1,6 +1,11 @@
+import { type Compilable, type Kysely, type RawBuilder, sql } from 'kysely'
 import type { Executor } from '../../db/database.js'
-import type { EventsTable, PaymentsTable, RefundsTable } from '../../db/schema.js'
-import { insertJobs, type JobRow } from '../queue/repository.js'
+import { insertRowsAfter } from '../../db/pg-statement.js'
+import type { DatabaseSchema, EventsTable, PaymentsTable, RefundsTable } from '../../db/schema.js'
+import { inBatches, insertJobs, type JobRow } from '../queue/repository.js'
+import { insertNewAfter, type IdempotencyRecord } from '../idempotency/repository.js'
+import * as mandates from '../mandates/repository.js'
+import type { PaymentPlan } from './plan.js'
 import type { PaymentStatus } from './schemas.js'
 
 export type PaymentRow = PaymentsTable
@@ -97,4 +102,51 @@ export async function countRefunds(db: Executor, accountId: string, paymentId: s
   const row = await db.selectFrom('refunds').select((eb) => eb.fn.countAll<number>().as('n'))
     .where('account_id', '=', accountId).where('payment_id', '=', paymentId).executeTakeFirstOrThrow()
   return Number(row.n)
+}
+
+// ---------------------------------------------------------------- the single write (single-write.ts)
+
+/** The account's enabled webhook endpoints, as a query for the SQLite group commit. */
+export function enabledEndpointsQuery(db: Executor, accountId: string) {
+  return db.selectFrom('webhook_endpoints').select(['id', 'events']).where('account_id', '=', accountId).where('status', '=', 'enabled')
+}
+
+/** A plan's payment, events and jobs as queries, to run in order in a group commit (SQLite). */
+export function planWriteQueries(db: Executor, plan: Pick<PaymentPlan, 'payment' | 'events' | 'jobs'>): Compilable<unknown>[] {
+  return [
+    db.insertInto('payments').values(plan.payment),
+    db.insertInto('events').values(plan.events),
+    ...inBatches(plan.jobs).map((batch) => db.insertInto('jobs').values(batch)),
+  ]
+}
+
+/** The mandate and the account's enabled webhook endpoints, in one round trip (PostgreSQL). */
+export async function readForPayment(kysely: Kysely<DatabaseSchema>, accountId: string, mandateId: string) {
+  const row = await kysely.selectNoFrom((eb) => [
+    eb.selectFrom('mandates').select((m) => sql<mandates.MandateRow>`row_to_json(${m.table('mandates')})`.as('mandate'))
+      .where('account_id', '=', accountId).where('id', '=', mandateId)
+      .as('mandate'),
+    eb.selectFrom('webhook_endpoints')
+      .select(sql<{ id: string, events: string }[]>`coalesce(json_agg(json_build_object('id', id, 'events', events)), '[]'::json)`.as('endpoints'))
+      .where('account_id', '=', accountId).where('status', '=', 'enabled')
+      .as('endpoints'),
+  ]).executeTakeFirstOrThrow()
+  return { mandate: row.mandate ?? undefined, endpoints: row.endpoints ?? [] }
+}
+
+/**
+ * The plan as one statement, so one transaction and one round trip. The hold decides: the idempotency
+ * record is inserted only if it took effect, and the rest only if the record was. A record under the
+ * key fails the insert with a unique violation (its conflict rule, idempotency/repository.ts), and with
+ * it the whole statement.
+ */
+export function writePlanStatement(kysely: Kysely<DatabaseSchema>, plan: PaymentPlan, record: IdempotencyRecord): RawBuilder<{ saved: number }> {
+  const steps = [
+    sql`held as (${mandates.holdQuery(kysely, plan.hold).returning('id')})`,
+    sql`saved as (${insertNewAfter(record, 'held')} returning 1)`,
+    sql`payment as (${insertRowsAfter('payments', [plan.payment], 'saved')})`,
+    sql`event as (${insertRowsAfter('events', plan.events, 'saved')})`,
+  ]
+  if (plan.jobs.length > 0) steps.push(sql`job as (${insertRowsAfter('jobs', plan.jobs, 'saved')})`)
+  return sql<{ saved: number }>`with ${sql.join(steps)} select (select count(*) from saved) as saved`
 }
