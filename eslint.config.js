@@ -63,7 +63,7 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },
 
-  // The rules of the house (docs: /work/shared/ARCHITECTURE.md, README "Development"), checked by lint.
+  // The rules of the house (the shared ARCHITECTURE.md, docs/architecture.md, README "Development"), checked by lint.
   // ESLint does not merge one rule's options across blocks: a later block that matches a file replaces
   // the rule's options of an earlier one, so each block below repeats what still applies to its files.
   {
