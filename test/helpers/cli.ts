@@ -12,7 +12,7 @@ export interface CliResult {
 }
 
 /** Runs the real `wishpay` command with exactly this environment (plus PATH). */
-export function runCli(args: string[], env: Record<string, string>, timeoutMs = 30_000): Promise<CliResult> {
+export function runCli(args: string[], env: Record<string, string>, timeoutMs = 120_000): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [WISHPAY_BIN, ...args], {
       cwd: ROOT,

@@ -12,8 +12,11 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>
 }
 
-/** Starts `wishpay serve` on a free port and resolves once it listens. */
-export function startServer(env: Record<string, string>, timeoutMs = 30_000): Promise<ServerProcess> {
+/**
+ * Starts `wishpay serve` on a free port and resolves once it listens. The bound only matters when start-up
+ * is broken: on a loaded 2-core machine tsx's first compile of the sources has taken over 30 s.
+ */
+export function startServer(env: Record<string, string>, timeoutMs = 120_000): Promise<ServerProcess> {
   const child = spawn(process.execPath, [WISHPAY_BIN, 'serve'], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', PORT: '0', ...env },
