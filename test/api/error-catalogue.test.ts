@@ -37,6 +37,8 @@ const PLUGINS: Record<string, (doc: any) => (o: Operation) => boolean> = {
   'src/http/auth.ts': authenticated,
   'src/http/rate-limit.ts': authenticated,
   'src/http/idempotency.ts': () => (o) => o.method === 'post',
+  // The idempotency plugin's store: 409 idempotency_key_in_use on the same routes.
+  'src/modules/idempotency/store.ts': () => (o) => o.method === 'post',
   'src/http/draining.ts': () => () => true,
   'src/http/client-errors.ts': () => () => true,
   'src/http/text-guard.ts': () => () => true,
