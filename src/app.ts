@@ -18,6 +18,8 @@ import { type Clock, systemClock } from './lib/clock.js'
 import { newId } from './lib/ids.js'
 import { registerBodyDefaults } from './http/body-defaults.js'
 import { registerIdempotency } from './http/idempotency.js'
+import { agentRoutes } from './modules/agents/routes.js'
+import { AgentSchema } from './modules/agents/schemas.js'
 import { eventRoutes } from './modules/events/routes.js'
 import { EventSchema } from './modules/events/schemas.js'
 import { healthRoutes } from './modules/health/routes.js'
@@ -81,7 +83,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   })
   registerTextGuard(app)
   const shared = [ErrorResponse, WishSchema, MandateSchema, PaymentSchema, RefundSchema, EventSchema,
-    WebhookEndpointSchema, CreatedWebhookEndpointSchema, DeliveryAttemptSchema]
+    WebhookEndpointSchema, CreatedWebhookEndpointSchema, DeliveryAttemptSchema, AgentSchema]
   for (const schema of shared) app.addSchema(schema)
   const lifecycle = deps.lifecycle ?? { draining: false }
   registerRequestContext(app)
@@ -106,6 +108,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await api.register(paymentRoutes, { payments: services.payments })
     await api.register(eventRoutes, { events: services.events })
     await api.register(webhookRoutes, { webhooks: services.webhooks })
+    await api.register(agentRoutes, { agents: services.agents })
   })
   return app
 }

@@ -3,7 +3,9 @@ import { ConfigError, loadConfig, type Config } from './config.js'
 import { openConfiguredDatabase } from './db/database.js'
 import { migrateToLatest } from './db/migrate.js'
 import { systemClock } from './lib/clock.js'
+import { AppError } from './lib/errors.js'
 import { createAccountService } from './modules/accounts/service.js'
+import { createAgentService } from './modules/agents/service.js'
 import type { Scope } from './modules/accounts/keys.js'
 import { serve, work } from './server.js'
 
@@ -15,6 +17,7 @@ const USAGE = `Usage: wishpay <command>
   migrate                                     apply database migrations
   keys create --account NAME [--scope read|write] [--json]
                                               create an API key (and the account if new)
+  keys create --agent AGT_ID [--json]         create an agent key (ak_) for an active agent
   keys list [--account NAME] [--json]         list API keys (never the secrets)
   keys revoke KEY_ID                          revoke an API key
 
@@ -37,13 +40,26 @@ async function keysCommand(config: Config, args: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
     args: rest,
     allowPositionals: true,
-    options: { account: { type: 'string' }, scope: { type: 'string' }, json: { type: 'boolean', default: false } },
+    options: { account: { type: 'string' }, agent: { type: 'string' }, scope: { type: 'string' }, json: { type: 'boolean', default: false } },
   })
   await withDatabase(config, async (db) => {
     const accounts = createAccountService({ db, clock: systemClock })
-    if (action === 'create') {
-      if (!values.account) throw new UsageError('keys create needs --account NAME')
+    if (action === 'create' && values.agent !== undefined) {
+      if (values.account !== undefined || values.scope !== undefined) throw new UsageError('keys create --agent takes neither --account nor --scope')
+      const agents = createAgentService({ db, clock: systemClock, accounts })
+      const created = await agents.createKeyForAgent(values.agent).catch((error: unknown) => {
+        throw error instanceof AppError ? new UsageError(error.message) : error
+      })
+      if (values.json) {
+        process.stdout.write(`${JSON.stringify({ id: created.id, key: created.key, account_id: created.account_id, scope: 'agent', agent_id: values.agent })}\n`)
+      } else {
+        process.stdout.write(`Created agent key ${created.id} for agent ${values.agent} (account ${created.account_id}).\n` +
+          `The key is shown only this once:\n\n  ${created.key}\n\n`)
+      }
+    } else if (action === 'create') {
+      if (!values.account) throw new UsageError('keys create needs --account NAME or --agent AGT_ID')
       const scope = (values.scope ?? 'write') as Scope
+      // ak_ keys belong to an agent: --agent AGT_ID.
       if (scope !== 'read' && scope !== 'write') throw new UsageError('--scope must be read or write')
       const created = await accounts.createKey(values.account, scope)
       if (values.json) {

@@ -2,6 +2,7 @@ import type { Config } from './config.js'
 import type { Database } from './db/database.js'
 import type { Clock } from './lib/clock.js'
 import { createAccountService } from './modules/accounts/service.js'
+import { createAgentService } from './modules/agents/service.js'
 import { createMandateService } from './modules/mandates/service.js'
 import type { Processor } from './modules/payments/processors/processor.js'
 import { createSandboxProcessor } from './modules/payments/processors/sandbox.js'
@@ -22,8 +23,10 @@ export interface ServiceDeps {
 export function createServices(deps: ServiceDeps) {
   const { config, db, clock } = deps
   const processor = deps.processor ?? createSandboxProcessor({ settlementDelayMs: config.sandboxSettlementDelayMs })
+  const accounts = createAccountService({ db, clock })
   return {
-    accounts: createAccountService({ db, clock }),
+    accounts,
+    agents: createAgentService({ db, clock, accounts }),
     wishes: createWishService({ db, clock, config }),
     mandates: createMandateService({ db, clock }),
     payments: createPaymentService({ db, clock, processor }),

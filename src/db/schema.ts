@@ -11,7 +11,9 @@ export interface AccountsTable {
 export interface ApiKeysTable {
   id: string
   account_id: string
-  scope: 'read' | 'write'
+  scope: 'read' | 'write' | 'agent'
+  /** The agent an `agent` key acts for (migration 0007); null for sk_/rk_ keys. */
+  agent_id: string | null
   key_hash: string
   display_prefix: string
   created_at: string
@@ -29,6 +31,21 @@ export interface WishesTable {
   category: string | null
   metadata: string
   expires_at: string | null
+  /** The agent the wish is assigned to (migration 0007). */
+  agent_id: string | null
+  created_at: string
+  updated_at: string
+}
+
+/** An account's agents (migration 0007). */
+export interface AgentsTable {
+  id: string
+  account_id: string
+  name: string
+  status: 'active' | 'disabled'
+  metadata: string
+  /** A public JWK (JSON text), the key AP2 `cnf` names; null when none was given. */
+  public_jwk: string | null
   created_at: string
   updated_at: string
 }
@@ -70,6 +87,8 @@ export interface MandatesTable {
   /** Stored status; an active mandate past expires_at reads expired. */
   status: string
   wish_id: string | null
+  /** The agent the mandate is granted to: only its keys may pay with it (migration 0007). */
+  agent_id: string | null
   currency: string
   max_amount: number
   budget_amount: number
@@ -159,6 +178,7 @@ export interface WebhookAttemptsTable {
 export interface DatabaseSchema {
   accounts: AccountsTable
   api_keys: ApiKeysTable
+  agents: AgentsTable
   wishes: WishesTable
   wish_counts: WishCountsTable
   events: EventsTable

@@ -1,8 +1,25 @@
 import type { onRequestAsyncHookHandler } from 'fastify'
+import type { Scope } from '../modules/accounts/keys.js'
 import type { AccountService } from '../modules/accounts/service.js'
 import { errors } from '../lib/errors.js'
 
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
+
+/**
+ * The only routes an agent key (ak_) may call: pay, and read payments and mandates. The services keep
+ * it to its own objects (mandates granted to its agent, their payments). Every other route is 403.
+ */
+const AGENT_ROUTES = new Set([
+  'POST /payments', 'GET /payments', 'GET /payments/:id',
+  'GET /mandates', 'GET /mandates/:id',
+])
+
+/** Whether a key of this scope may call this route (method and route pattern). */
+export function scopeAllows(scope: Scope, method: string, route: string | undefined): boolean {
+  if (scope === 'write') return true
+  if (scope === 'read') return READ_METHODS.has(method)
+  return route !== undefined && AGENT_ROUTES.has(`${method === 'HEAD' ? 'GET' : method} ${route}`)
+}
 const BEARER = /^Bearer(?:\s+(\S*))?\s*$/i
 
 /**
@@ -24,8 +41,8 @@ export function authenticate(accounts: Pick<AccountService, 'authenticate'>): on
       const retryAfter = await request.server.countAuthFailure?.(request, reply)
       throw retryAfter === undefined ? errors.invalidApiKey() : errors.authFailuresLimited(retryAfter)
     }
-    if (principal.scope === 'read' && !READ_METHODS.has(request.method)) throw errors.insufficientScope()
+    if (!scopeAllows(principal.scope, request.method, request.routeOptions.url)) throw errors.insufficientScope(principal.scope)
     request.principal = principal
-    request.ctx = { accountId: principal.accountId, requestId: request.id }
+    request.ctx = { accountId: principal.accountId, requestId: request.id, ...(principal.agentId === null ? {} : { agentId: principal.agentId }) }
   }
 }

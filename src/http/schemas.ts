@@ -94,6 +94,8 @@ export const PAYMENT_ERROR_CODES = [
   'currency_mismatch', 'amount_exceeds_mandate', 'mandate_budget_exceeded',
   // POST /mandates with a wish_id
   'wish_not_usable', 'protocol_mismatch', 'wish_budget_exceeded',
+  // POST /mandates with an agent_id, PUT /wishes/{id} with an agent_id
+  'agent_not_usable',
   // POST /payments/{id}/refunds
   'payment_not_refundable', 'refund_exceeds_payment',
 ] as const
@@ -129,7 +131,7 @@ export const ERROR_STATUSES: Record<number, ErrorStatus> = {
     example: errors.authenticationRequired(),
   },
   403: {
-    summary: 'A read-only key (rk_) on a write',
+    summary: 'A read-only key (rk_) on a write, or an agent key (ak_) outside what an agent may do',
     types: ['permission_error'],
     codes: ['insufficient_scope'],
     example: errors.insufficientScope(),
@@ -267,8 +269,8 @@ export function errorResponses(...statuses: number[]) {
   return out
 }
 
-/** Error statuses every authenticated route may answer, plus the route's own. */
-export const readErrors = (...extra: number[]) => errorResponses(400, 401, 429, ...extra)
+/** Error statuses every authenticated route may answer (403: an agent key outside its routes), plus the route's own. */
+export const readErrors = (...extra: number[]) => errorResponses(400, 401, 403, 429, ...extra)
 export const writeErrors = (...extra: number[]) => errorResponses(400, 401, 403, 413, 415, 429, ...extra)
 
 /**

@@ -92,11 +92,13 @@ export const errors = {
     message: 'The API key is invalid or has been revoked',
     headers: { 'WWW-Authenticate': 'Bearer realm="wishpay", error="invalid_token"' },
   }),
-  insufficientScope: () => new AppError({
+  insufficientScope: (scope: string = 'read') => new AppError({
     status: 403,
     type: 'permission_error',
     code: 'insufficient_scope',
-    message: 'This API key is read-only (rk_); use a secret key (sk_) to make changes',
+    message: scope === 'agent'
+      ? 'An agent key (ak_) may only create payments on the mandates granted to its agent and read its own payments and mandates'
+      : 'This API key is read-only (rk_); use a secret key (sk_) to make changes',
   }),
   resourceMissing: (resource: string, id: string, param = 'id') => new AppError({
     status: 404,

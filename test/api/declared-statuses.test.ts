@@ -43,6 +43,7 @@ const make = {
     return a.request('POST', '/payments', { mandate_id: mandate.id, amount: 100 + seed, payment_method: paymentMethod, idempotency_key: randomUUID() }).then(data)
   },
   endpoint: (a: TestAccount) => a.request('POST', '/webhook_endpoints', { url: 'https://example.org/hooks', events: ['*'] }).then(data),
+  agent: (a: TestAccount) => a.request('POST', '/agents', { name: 'assistant' }).then(data),
   event: async (a: TestAccount): Promise<any> => {
     await make.wish(a, 0)
     return (await a.request('GET', '/events?limit=1')).body.data[0]
@@ -74,6 +75,11 @@ function validRequests(t: TestApp): Record<string, Maker> {
     updateWebhookEndpoint: async (a) => ({ method: 'PUT', url: `/webhook_endpoints/${(await make.endpoint(a)).id}`, body: { enabled: false } }),
     deleteWebhookEndpoint: async (a) => ({ method: 'DELETE', url: `/webhook_endpoints/${(await make.endpoint(a)).id}` }),
     listWebhookDeliveries: async (a) => ({ method: 'GET', url: `/webhook_endpoints/${(await make.endpoint(a)).id}/deliveries` }),
+    createAgent: async (_a, seed) => ({ method: 'POST', url: '/agents', body: { name: `agent ${seed}` } }),
+    listAgents: async () => ({ method: 'GET', url: '/agents' }),
+    getAgent: async (a) => ({ method: 'GET', url: `/agents/${(await make.agent(a)).id}` }),
+    disableAgent: async (a) => ({ method: 'POST', url: `/agents/${(await make.agent(a)).id}/disable` }),
+    createAgentKey: async (a) => ({ method: 'POST', url: `/agents/${(await make.agent(a)).id}/keys` }),
     getHealth: async () => ({ method: 'GET', url: '/healthz' }),
     getReadiness: async () => ({ method: 'GET', url: '/readyz' }),
     getOpenApi: async () => ({ method: 'GET', url: '/openapi.json' }),
@@ -96,6 +102,7 @@ function serviceRefusals(t: TestApp): Record<string, Array<(a: TestAccount) => P
     }],
     createMandate: [
       async () => ({ method: 'POST', url: '/mandates', body: { protocol: 'ap2', max_amount: 100, expires_at: FAR, wish_id: 'wish_unknown' } }),
+      async () => ({ method: 'POST', url: '/mandates', body: { protocol: 'ap2', max_amount: 100, expires_at: FAR, agent_id: 'agt_unknown' } }),
       async (a) => {
         const wish = await a.request('POST', '/wishes', { query: 'small', protocol: 'acp', budget: { max: 1 } }).then(data)
         return { method: 'POST', url: '/mandates', body: { protocol: 'ap2', max_amount: 100, expires_at: FAR, wish_id: wish.id } }
@@ -112,6 +119,16 @@ function serviceRefusals(t: TestApp): Record<string, Array<(a: TestAccount) => P
       async (a) => ({ method: 'POST', url: `/payments/${(await make.payment(t, a, 1, 'test_card_declined')).id}/refunds`, body: {} }),
       async (a) => ({ method: 'POST', url: `/payments/${(await make.payment(t, a, 1)).id}/refunds`, body: { amount: 1_000_000 } }),
     ],
+    disableAgent: [async (a) => {
+      const agent = await make.agent(a)
+      await a.request('POST', `/agents/${agent.id}/disable`)
+      return { method: 'POST', url: `/agents/${agent.id}/disable` }
+    }],
+    createAgentKey: [async (a) => {
+      const agent = await make.agent(a)
+      await a.request('POST', `/agents/${agent.id}/disable`)
+      return { method: 'POST', url: `/agents/${agent.id}/keys` }
+    }],
     createWebhookEndpoint: [
       async () => ({ method: 'POST', url: '/webhook_endpoints', body: { url: 'ftp://example.org/hooks', events: ['*'] } }),
       async (a) => {

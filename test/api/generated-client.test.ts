@@ -110,6 +110,17 @@ export async function run(baseUrl: string, key: string, fetchImpl: (request: Req
   seen('listWebhookDeliveries', (await client.GET('/webhook_endpoints/{id}/deliveries', { params: { path: { id: endpoint.id } } })).response)
   seen('deleteWebhookEndpoint', (await client.DELETE('/webhook_endpoints/{id}', { params: { path: { id: endpoint.id } } })).response)
 
+  // Agents
+  const createdAgent = await client.POST('/agents', { body: { name: 'Shopping assistant' } })
+  seen('createAgent', createdAgent.response)
+  const agent = must(createdAgent.data, 'createAgent').data
+  seen('listAgents', (await client.GET('/agents')).response)
+  seen('getAgent', (await client.GET('/agents/{id}', { params: { path: { id: agent.id } } })).response)
+  const agentKey = await client.POST('/agents/{id}/keys', { params: { path: { id: agent.id } } })
+  seen('createAgentKey', agentKey.response)
+  if (!must(agentKey.data, 'createAgentKey').data.key.startsWith('ak_')) throw new Error('createAgentKey: expected an ak_ key')
+  seen('disableAgent', (await client.POST('/agents/{id}/disable', { params: { path: { id: agent.id } } })).response)
+
   seen('deleteWish', (await client.DELETE('/wishes/{id}', { params: { path: { id: wish.id } } })).response)
 
   // System
@@ -197,7 +208,9 @@ const EXPECTED: Array<[string, number]> = [
   ['createPayment', 422], ['revokeMandate', 200],
   ['listEvents', 200], ['getEvent', 200],
   ['createWebhookEndpoint', 201], ['listWebhookEndpoints', 200], ['getWebhookEndpoint', 200], ['updateWebhookEndpoint', 200],
-  ['listWebhookDeliveries', 200], ['deleteWebhookEndpoint', 204], ['deleteWish', 204],
+  ['listWebhookDeliveries', 200], ['deleteWebhookEndpoint', 204],
+  ['createAgent', 201], ['listAgents', 200], ['getAgent', 200], ['createAgentKey', 201], ['disableAgent', 200],
+  ['deleteWish', 204],
   ['getHealth', 200], ['getReadiness', 200], ['getOpenApi', 200], ['getMetrics', 200],
 ]
 

@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto'
 import { randomBase62 } from '../../lib/ids.js'
 
-export type Scope = 'read' | 'write'
+/** write (sk_), read (rk_), or agent (ak_: one agent's narrow key, see http/auth.ts). */
+export type Scope = 'read' | 'write' | 'agent'
 
-const PREFIX_BY_SCOPE: Record<Scope, string> = { write: 'sk_', read: 'rk_' }
-const KEY_PATTERN = /^(sk|rk)_[0-9A-Za-z]{32,128}$/
+const PREFIX_BY_SCOPE: Record<Scope, string> = { write: 'sk_', read: 'rk_', agent: 'ak_' }
+const KEY_PATTERN = /^(sk|rk|ak)_[0-9A-Za-z]{32,128}$/
 /** Random part of a new key: 40 base62 characters, about 238 bits. */
 const RANDOM_LENGTH = 40
 /** What is kept in clear for people to recognise a key: "sk_" plus 5 characters. */

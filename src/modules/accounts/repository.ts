@@ -5,6 +5,7 @@ export interface NewApiKeyRow {
   id: string
   account_id: string
   scope: Scope
+  agent_id: string | null
   key_hash: string
   display_prefix: string
   created_at: string
@@ -27,12 +28,14 @@ export async function insertApiKey(db: Executor, row: NewApiKeyRow) {
   await db.insertInto('api_keys').values({ ...row, revoked_at: null }).execute()
 }
 
-/** The live key with this hash, with its account. */
+/** The live key with this hash, with its account; an agent key only while its agent is active. */
 export function findActiveKeyByHash(db: Executor, keyHash: string) {
   return db.selectFrom('api_keys')
-    .select(['id', 'account_id', 'scope'])
-    .where('key_hash', '=', keyHash)
-    .where('revoked_at', 'is', null)
+    .leftJoin('agents', 'agents.id', 'api_keys.agent_id')
+    .select(['api_keys.id', 'api_keys.account_id', 'api_keys.scope', 'api_keys.agent_id'])
+    .where('api_keys.key_hash', '=', keyHash)
+    .where('api_keys.revoked_at', 'is', null)
+    .where((eb) => eb.or([eb('api_keys.agent_id', 'is', null), eb('agents.status', '=', 'active')]))
     .executeTakeFirst()
 }
 
@@ -40,7 +43,7 @@ export function listKeys(db: Executor, accountName?: string) {
   let query = db.selectFrom('api_keys')
     .innerJoin('accounts', 'accounts.id', 'api_keys.account_id')
     .select([
-      'api_keys.id', 'api_keys.account_id', 'accounts.name as account_name', 'api_keys.scope',
+      'api_keys.id', 'api_keys.account_id', 'accounts.name as account_name', 'api_keys.scope', 'api_keys.agent_id',
       'api_keys.display_prefix', 'api_keys.created_at', 'api_keys.revoked_at',
     ])
     .orderBy('api_keys.created_at', 'desc').orderBy('api_keys.id', 'desc')

@@ -1,4 +1,4 @@
-import type { Database } from '../../db/database.js'
+import type { Database, Executor } from '../../db/database.js'
 import { isUniqueViolation } from '../../db/errors.js'
 import { type Clock, toTimestamp } from '../../lib/clock.js'
 import { newId } from '../../lib/ids.js'
@@ -11,6 +11,8 @@ export interface CreatedKey {
   key: string
   account_id: string
   scope: Scope
+  /** The agent an `agent` key acts for; absent for sk_/rk_ keys. */
+  agent_id?: string
 }
 
 export interface KeySummary {
@@ -18,6 +20,7 @@ export interface KeySummary {
   account_id: string
   account_name: string
   scope: Scope
+  agent_id: string | null
   display_prefix: string
   created_at: string
   revoked_at: string | null
@@ -28,6 +31,8 @@ export interface Principal {
   keyId: string
   accountId: string
   scope: Scope
+  /** The agent an `agent` key acts for; null for sk_/rk_ keys. Services keep it to its own objects. */
+  agentId: string | null
 }
 
 export type RevokeResult = 'revoked' | 'already_revoked' | 'not_found'
@@ -62,22 +67,39 @@ export function createAccountService(deps: { db: Database, clock: Clock }) {
     }
   }
 
+  async function insertKey(executor: Executor, accountId: string, scope: Scope, agentId: string | null): Promise<CreatedKey> {
+    const now = clock.now()
+    const key = generateKey(scope)
+    const id = newId('key', now)
+    await repo.insertApiKey(executor, {
+      id,
+      account_id: accountId,
+      scope,
+      agent_id: agentId,
+      key_hash: hashKey(key),
+      display_prefix: displayPrefix(key),
+      created_at: toTimestamp(now),
+    })
+    return { id, key, account_id: accountId, scope, ...(agentId === null ? {} : { agent_id: agentId }) }
+  }
+
   return {
     /** Creates the account if it is new, then a key for it. */
-    async createKey(accountName: string, scope: Scope): Promise<CreatedKey> {
-      const accountId = await ensureAccount(accountName)
-      const now = clock.now()
-      const key = generateKey(scope)
-      const id = newId('key', now)
-      await repo.insertApiKey(db.kysely, {
-        id,
-        account_id: accountId,
-        scope,
-        key_hash: hashKey(key),
-        display_prefix: displayPrefix(key),
-        created_at: toTimestamp(now),
-      })
-      return { id, key, account_id: accountId, scope }
+    async createKey(accountName: string, scope: Exclude<Scope, 'agent'>): Promise<CreatedKey> {
+      return insertKey(db.kysely, await ensureAccount(accountName), scope, null)
+    },
+
+    /**
+     * A new `ak_` key for an agent of this account, in the caller's executor (the agent's row locked
+     * or just checked active there). The agents service decides whether the agent may have one.
+     */
+    createAgentKey(executor: Executor, accountId: string, agentId: string): Promise<CreatedKey> {
+      return insertKey(executor, accountId, 'agent', agentId)
+    },
+
+    /** Forgets every cached key, so a change made here (an agent disabled) is honoured at once. */
+    forgetCachedKeys(): void {
+      recentKeys.clear()
     },
 
     async listKeys(accountName?: string): Promise<KeySummary[]> {
@@ -102,7 +124,7 @@ export function createAccountService(deps: { db: Database, clock: Clock }) {
         recentKeys.delete(hash)
         return undefined
       }
-      const principal: Principal = { keyId: row.id, accountId: row.account_id, scope: row.scope }
+      const principal: Principal = { keyId: row.id, accountId: row.account_id, scope: row.scope, agentId: row.agent_id }
       if (recentKeys.size >= KEY_CACHE_MAX) recentKeys.clear()
       recentKeys.set(hash, { principal, until: now + KEY_CACHE_TTL_MS })
       return principal

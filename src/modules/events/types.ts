@@ -3,6 +3,7 @@ export const EVENT_TYPES = [
   'wish.created', 'wish.updated', 'wish.deleted',
   'mandate.created', 'mandate.revoked', 'mandate.consumed', 'mandate.expired',
   'payment.created', 'payment.processing', 'payment.succeeded', 'payment.failed', 'payment.refunded',
+  'agent.created', 'agent.disabled',
 ] as const
 
 export type EventType = (typeof EVENT_TYPES)[number]

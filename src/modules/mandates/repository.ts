@@ -9,12 +9,14 @@ export async function insertMandate(db: Executor, row: MandateRow): Promise<void
   await db.insertInto('mandates').values(row).execute()
 }
 
-export function findMandate(db: Executor, accountId: string, id: string): Promise<MandateRow | undefined> {
-  return findMandateQuery(db, accountId, id).executeTakeFirst()
+/** The mandate; with `agentId`, only if it is granted to that agent (an agent key sees no other). */
+export function findMandate(db: Executor, accountId: string, id: string, agentId?: string): Promise<MandateRow | undefined> {
+  return findMandateQuery(db, accountId, id, agentId).executeTakeFirst()
 }
 
-export function findMandateQuery(db: Executor, accountId: string, id: string) {
-  return db.selectFrom('mandates').selectAll().where('account_id', '=', accountId).where('id', '=', id)
+export function findMandateQuery(db: Executor, accountId: string, id: string, agentId?: string) {
+  const query = db.selectFrom('mandates').selectAll().where('account_id', '=', accountId).where('id', '=', id)
+  return agentId === undefined ? query : query.where('agent_id', '=', agentId)
 }
 
 export interface HoldRequest {
@@ -23,6 +25,8 @@ export interface HoldRequest {
   amount: number
   currency: string
   now: string
+  /** The agent whose key pays: the mandate must be granted to it. Absent for an account key. */
+  agentId?: string | undefined
 }
 
 /**
@@ -51,6 +55,7 @@ export function holdQuery(db: Executor, p: HoldRequest) {
     .where('currency', '=', p.currency)
     .where('max_amount', '>=', p.amount)
     .where((eb) => eb(eb('amount_used', '+', p.amount), '<=', eb.ref('budget_amount')))
+    .$if(p.agentId !== undefined, (q) => q.where('agent_id', '=', p.agentId!))
 }
 
 /** Gives back what a failed payment held. */
@@ -126,6 +131,7 @@ export interface MandateListFilter {
   accountId: string
   status?: MandateStatus | undefined
   wishId?: string | undefined
+  agentId?: string | undefined
   now: string
 }
 
@@ -133,6 +139,7 @@ function filtered(db: Executor, filter: MandateListFilter) {
   let query = db.selectFrom('mandates').where('account_id', '=', filter.accountId)
   if (filter.status !== undefined) query = query.where(statusFilter(filter.status, filter.now))
   if (filter.wishId !== undefined) query = query.where('wish_id', '=', filter.wishId)
+  if (filter.agentId !== undefined) query = query.where('agent_id', '=', filter.agentId)
   return query
 }
 

@@ -2,7 +2,7 @@ import type { MandatesTable } from '../../db/schema.js'
 import type { MandateStatus } from './schemas.js'
 
 type MandateState = Pick<MandatesTable,
-  'status' | 'expires_at' | 'not_before' | 'usage' | 'uses_count' | 'currency' | 'max_amount' | 'budget_amount' | 'amount_used'>
+  'agent_id' | 'status' | 'expires_at' | 'not_before' | 'usage' | 'uses_count' | 'currency' | 'max_amount' | 'budget_amount' | 'amount_used'>
 
 /** The status a reader sees: an active mandate past expires_at reads expired. */
 export function effectiveMandateStatus(mandate: Pick<MandatesTable, 'status' | 'expires_at'>, now: string): MandateStatus {
@@ -17,11 +17,16 @@ export interface Violation {
 }
 
 /**
- * The first rule a payment breaks, in the contract's order (section 6), or undefined. The database
+ * The first rule a payment breaks, in the contract's order (section 6), or undefined; for an agent key's
+ * payment (`agentId`), a mandate not granted to that agent is not found. The database
  * enforces the same rules in one conditional update (repository.hold); this only names the failure.
  */
-export function paymentViolation(mandate: MandateState | undefined, payment: { amount: number, currency: string }, now: string): Violation | undefined {
-  if (!mandate) return { code: 'mandate_not_found', message: 'No such mandate in this account', param: 'mandate_id' }
+export function paymentViolation(mandate: MandateState | undefined, payment: { amount: number, currency: string, agentId?: string | undefined }, now: string): Violation | undefined {
+  // An agent key pays only with the mandates granted to its agent; any other reads as unknown, so that
+  // an agent cannot learn which mandates exist.
+  if (!mandate || (payment.agentId !== undefined && mandate.agent_id !== payment.agentId)) {
+    return { code: 'mandate_not_found', message: 'No such mandate in this account', param: 'mandate_id' }
+  }
   const status = effectiveMandateStatus(mandate, now)
   if (status === 'revoked') return { code: 'mandate_revoked', message: 'The mandate has been revoked', param: 'mandate_id' }
   if (status === 'expired') return { code: 'mandate_expired', message: 'The mandate has expired', param: 'mandate_id' }

@@ -14,6 +14,7 @@ export const MandateSchema = Type.Object({
   protocol: StringEnum(PROTOCOLS),
   status: StringEnum(MANDATE_STATUSES, { description: 'active, revoked, expired or consumed (a single_use mandate that paid)' }),
   wish_id: Nullable(Type.String()),
+  agent_id: Nullable(Type.String({ description: 'The agent granted this mandate: only its keys (ak_) may pay with it; null for any secret key of the account' })),
   currency: Type.String({ description: 'ISO 4217, upper-case' }),
   max_amount: Type.Integer({ description: 'Cap on each payment, minor units' }),
   budget_amount: Type.Integer({ description: 'Cap on the sum of payments, minor units' }),
@@ -34,6 +35,7 @@ export const MandateSchema = Type.Object({
     protocol: 'ap2',
     status: 'active',
     wish_id: 'wish_01jf3v7k8m2n4p6q8r0s2t4v6w',
+    agent_id: null,
     currency: 'USD',
     max_amount: 5000,
     budget_amount: 15000,
@@ -58,6 +60,7 @@ export const CreateMandateBody = Type.Object({
   currency: Type.Optional(CurrencyCode({ description: 'ISO 4217, any case; default the wish\'s budget currency, else USD' })),
   usage: Defaulted(StringEnum(USAGES, { default: 'single_use', description: 'single_use (default) pays once; multi_use pays until the budget is spent' })),
   wish_id: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'The wish this mandate serves' })),
+  agent_id: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'The agent granted this mandate (active, of this account, else 422 `agent_not_usable`): then only its agent keys may pay with it' })),
   expires_at: Type.String({ format: 'date-time', description: 'When the mandate lapses; must be in the future' }),
   not_before: Type.Optional(Nullable(Type.String({ format: 'date-time', description: 'No payment before this time' }))),
   metadata: Type.Optional(Metadata),
@@ -87,6 +90,7 @@ export const ListMandatesQuery = Type.Object({
   ...PageQuery,
   status: Type.Optional(StringEnum(MANDATE_STATUSES)),
   wish_id: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+  agent_id: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
 }, { additionalProperties: false })
 export type ListMandatesInput = Static<typeof ListMandatesQuery>
 

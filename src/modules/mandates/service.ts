@@ -7,6 +7,7 @@ import { toMinorUnits } from '../../lib/currency.js'
 import { newId } from '../../lib/ids.js'
 import type { RequestContext } from '../../lib/request-context.js'
 import { recordEvent, recordEvents } from '../events/outbox.js'
+import { findAgent } from '../agents/repository.js'
 import { findWishForUpdate } from '../wishes/repository.js'
 import { effectiveStatus as wishStatus, isTerminal, type WishStatus } from '../wishes/transitions.js'
 import * as repo from './repository.js'
@@ -19,6 +20,7 @@ export function toMandate(row: repo.MandateRow, now: string): Mandate {
     protocol: row.protocol as Mandate['protocol'],
     status: effectiveMandateStatus(row, now),
     wish_id: row.wish_id,
+    agent_id: row.agent_id,
     currency: row.currency,
     max_amount: row.max_amount,
     budget_amount: row.budget_amount,
@@ -96,12 +98,19 @@ export function createMandateService(deps: { db: Database, clock: Clock }) {
             }
           }
         }
+        if (input.agent_id !== undefined) {
+          const agent = await findAgent(trx, ctx.accountId, input.agent_id)
+          if (!agent || agent.status !== 'active') {
+            throw errors.payment('agent_not_usable', agent ? 'The agent is disabled' : `No such agent: '${input.agent_id}'`, 'agent_id')
+          }
+        }
         const row: repo.MandateRow = {
           id: newId('mdt', nowDate),
           account_id: ctx.accountId,
           protocol: input.protocol,
           status: 'active',
           wish_id: input.wish_id ?? null,
+          agent_id: input.agent_id ?? null,
           currency: currency ?? 'USD',
           max_amount: input.max_amount,
           budget_amount: budgetAmount,
@@ -123,14 +132,19 @@ export function createMandateService(deps: { db: Database, clock: Clock }) {
     },
 
     async get(ctx: RequestContext, id: string): Promise<Mandate> {
-      const row = await repo.findMandate(db.kysely, ctx.accountId, id)
+      const row = await repo.findMandate(db.kysely, ctx.accountId, id, ctx.agentId)
       if (!row) throw errors.resourceMissing('mandate', id)
       return toMandate(row, toTimestamp(clock.now()))
     },
 
     async list(ctx: RequestContext, input: ListMandatesInput) {
       const now = toTimestamp(clock.now())
-      const filter = { accountId: ctx.accountId, status: input.status, wishId: input.wish_id, now }
+      // An agent key lists only the mandates granted to its agent, whatever agent_id it asks for.
+      const agentId = ctx.agentId ?? input.agent_id
+      const filter = { accountId: ctx.accountId, status: input.status, wishId: input.wish_id, now, agentId }
+      if (ctx.agentId !== undefined && input.agent_id !== undefined && input.agent_id !== ctx.agentId) {
+        return { data: [], meta: { total: 0, ...pageOf(input) } }
+      }
       const page = pageOf(input)
       const [rows, total] = await Promise.all([repo.listMandates(db.kysely, filter, page), repo.countMandates(db.kysely, filter)])
       return { data: rows.map((row) => toMandate(row, now)), meta: { total, ...page } }

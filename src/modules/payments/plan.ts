@@ -95,7 +95,7 @@ export interface PaymentPlan {
 export type Planned = { plan: PaymentPlan, refusal?: undefined } | { plan?: undefined, refusal: AppError }
 
 export interface PlanInput {
-  ctx: Pick<RequestContext, 'accountId' | 'requestId'>
+  ctx: Pick<RequestContext, 'accountId' | 'requestId' | 'agentId'>
   input: CreatePaymentInput
   /** As last read; the hold decides for good. */
   mandate: MandateRow | undefined
@@ -127,7 +127,11 @@ export function planPayment(p: PlanInput): Planned {
   const unknownMethod = methodRefusal(processor, input.payment_method)
   if (unknownMethod) return { refusal: unknownMethod }
   const now = toTimestamp(p.now)
-  const hold = { accountId: ctx.accountId, mandateId: input.mandate_id, amount: input.amount, currency: input.currency, now }
+  // An agent key's hold also requires the mandate to be granted to its agent, in the database.
+  const hold: HoldRequest = {
+    accountId: ctx.accountId, mandateId: input.mandate_id, amount: input.amount, currency: input.currency, now,
+    ...(ctx.agentId !== undefined ? { agentId: ctx.agentId } : {}),
+  }
   const violation = paymentViolation(mandate, hold, now)
   if (violation) return { refusal: errors.payment(violation.code, violation.message, violation.param) }
   if (!mandate) throw new Error('paymentViolation refuses a missing mandate')

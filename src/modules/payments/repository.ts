@@ -22,8 +22,10 @@ export async function insertPaymentWrites(db: Executor, rows: { payment?: Paymen
   await insertJobs(db, rows.jobs)
 }
 
-export function findPayment(db: Executor, accountId: string, id: string): Promise<PaymentRow | undefined> {
-  return db.selectFrom('payments').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst()
+/** The payment; with `agentId`, only if it was made on a mandate granted to that agent. */
+export function findPayment(db: Executor, accountId: string, id: string, agentId?: string): Promise<PaymentRow | undefined> {
+  const query = db.selectFrom('payments').selectAll().where('account_id', '=', accountId).where('id', '=', id)
+  return (agentId === undefined ? query : query.where('mandate_id', 'in', mandatesOfAgent(db, agentId))).executeTakeFirst()
 }
 
 export function findPaymentById(db: Executor, id: string): Promise<PaymentRow | undefined> {
@@ -72,10 +74,16 @@ export interface PaymentListFilter {
   status?: PaymentStatus | undefined
   mandateId?: string | undefined
   wishId?: string | undefined
+  /** Only the payments of mandates granted to this agent (an agent key's own payments). */
+  agentId?: string | undefined
 }
+
+/** The ids of the mandates granted to an agent: its payments are theirs. */
+const mandatesOfAgent = (db: Executor, agentId: string) => db.selectFrom('mandates').select('id').where('agent_id', '=', agentId)
 
 function filtered(db: Executor, filter: PaymentListFilter) {
   let query = db.selectFrom('payments').where('account_id', '=', filter.accountId)
+  if (filter.agentId !== undefined) query = query.where('mandate_id', 'in', mandatesOfAgent(db, filter.agentId))
   if (filter.status !== undefined) query = query.where('status', '=', filter.status)
   if (filter.mandateId !== undefined) query = query.where('mandate_id', '=', filter.mandateId)
   if (filter.wishId !== undefined) query = query.where('wish_id', '=', filter.wishId)

@@ -148,13 +148,13 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     },
 
     async get(ctx: RequestContext, id: string): Promise<Payment> {
-      const row = await repo.findPayment(db.kysely, ctx.accountId, id)
+      const row = await repo.findPayment(db.kysely, ctx.accountId, id, ctx.agentId)
       if (!row) throw errors.resourceMissing('payment', id)
       return toPayment(row)
     },
 
     async list(ctx: RequestContext, input: ListPaymentsInput) {
-      const filter = { accountId: ctx.accountId, status: input.status, mandateId: input.mandate_id, wishId: input.wish_id }
+      const filter = { accountId: ctx.accountId, status: input.status, mandateId: input.mandate_id, wishId: input.wish_id, agentId: ctx.agentId }
       const page = pageOf(input)
       const [rows, total] = await Promise.all([repo.listPayments(db.kysely, filter, page), repo.countPayments(db.kysely, filter)])
       return { data: rows.map(toPayment), meta: { total, ...page } }

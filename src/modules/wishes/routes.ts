@@ -47,11 +47,11 @@ export const wishRoutes: FastifyPluginAsyncTypebox<{ wishes: WishService }> = as
     schema: {
       operationId: 'updateWish',
       summary: 'Update a wish',
-      description: 'Partial update: only the members sent change. `budget` is replaced (`null` clears it); `metadata` is merged and a key set to `null` is removed. Status moves: active -> pending|fulfilled|cancelled|expired, pending -> active|fulfilled|cancelled|expired; fulfilled, cancelled and expired are final and then only `metadata` may change.',
+      description: 'Partial update: only the members sent change. `budget` is replaced (`null` clears it); `metadata` is merged and a key set to `null` is removed. Status moves: active -> pending|fulfilled|cancelled|expired, pending -> active|fulfilled|cancelled|expired; fulfilled, cancelled and expired are final and then only `metadata` may change. `agent_id` assigns the wish to an active agent of the account (else 422 `agent_not_usable`): a `pending` wish (waiting for agent assignment) becomes `active` unless the request also names a `status`; `agent_id: null` unassigns and leaves the status as it is. A wish without an agent has no `agent_id` member.',
       tags,
       params: WishParams,
       body: UpdateWishBody,
-      response: { 200: Type.Object({ data: WishRef }, { description: 'The wish after the update' }), ...writeErrors(404, 409) },
+      response: { 200: Type.Object({ data: WishRef }, { description: 'The wish after the update' }), ...writeErrors(404, 409, 422) },
     },
   }, async (request) => ({ data: await wishes.update(request.ctx, request.params.id, request.body) }))
 

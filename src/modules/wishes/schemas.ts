@@ -27,6 +27,7 @@ export const WishSchema = Type.Object({
   category: Nullable(Type.String()),
   metadata: Metadata,
   expires_at: Nullable(Timestamp),
+  agent_id: Type.Optional(Type.String({ description: 'The agent the wish is assigned to; absent when none is' })),
   created_at: Timestamp,
   updated_at: Timestamp,
 }, {
@@ -76,6 +77,7 @@ export const UpdateWishBody = Type.Object({
   metadata: Type.Optional(Nullable(MetadataPatch)),
   category: Type.Optional(Nullable(Category)),
   expires_at: Type.Optional(Nullable(ExpiresAt)),
+  agent_id: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 255, description: 'Assigns the wish to this active agent (a pending wish becomes active); null unassigns' }))),
 }, {
   additionalProperties: false,
   examples: [{ status: 'pending', metadata: { order_ref: null, agent: 'shopper-7' } }],

@@ -8,6 +8,7 @@ import { newId } from '../../lib/ids.js'
 import type { RequestContext } from '../../lib/request-context.js'
 import { recordEvent } from '../events/outbox.js'
 import { inTransaction } from '../../db/transaction.js'
+import { findAgent } from '../agents/repository.js'
 import { capExpiryForWish as capMandateExpiry, expireDue as expireDueMandates } from '../mandates/repository.js'
 import { revokeMandatesOfWishes, toMandate } from '../mandates/service.js'
 import * as repo from './repository.js'
@@ -35,6 +36,8 @@ export function toWish(row: repo.WishRow, now: string): Wish {
     category: row.category,
     metadata: JSON.parse(row.metadata) as Metadata,
     expires_at: row.expires_at,
+    // Present only once assigned: accounts that use no agents see the wish as it always was.
+    ...(row.agent_id === null ? {} : { agent_id: row.agent_id }),
     created_at: row.created_at,
     updated_at: row.updated_at,
   }
@@ -147,6 +150,7 @@ export function createWishService(deps: WishServiceDeps) {
         category: input.category ?? null,
         metadata: JSON.stringify(mergeMetadata({}, input.metadata ?? {})),
         expires_at: futureTimestamp(input.expires_at, now, problems),
+        agent_id: null,
         created_at: stamp,
         updated_at: stamp,
       }
@@ -211,6 +215,17 @@ export function createWishService(deps: WishServiceDeps) {
             )
           }
           changes.status = input.status
+        }
+        if (input.agent_id !== undefined && input.agent_id !== row.agent_id) {
+          if (input.agent_id !== null) {
+            const agent = await findAgent(trx, ctx.accountId, input.agent_id)
+            if (!agent || agent.status !== 'active') {
+              throw errors.payment('agent_not_usable', agent ? 'The agent is disabled' : `No such agent: '${input.agent_id}'`, 'agent_id')
+            }
+            // A pending wish was waiting for an agent: assigned one, it is active (a status sent along wins).
+            if (current === 'pending' && input.status === undefined) changes.status = 'active'
+          }
+          changes.agent_id = input.agent_id
         }
         if (isTerminal(current) && changes.status === undefined) {
           const blocked = Object.keys(changes)[0]

@@ -1,0 +1,46 @@
+import type { Executor } from '../../db/database.js'
+import type { AgentsTable } from '../../db/schema.js'
+import type { AgentStatus } from './schemas.js'
+
+export type AgentRow = AgentsTable
+
+export async function insertAgent(db: Executor, row: AgentRow): Promise<void> {
+  await db.insertInto('agents').values(row).execute()
+}
+
+export function findAgent(db: Executor, accountId: string, id: string): Promise<AgentRow | undefined> {
+  return db.selectFrom('agents').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst()
+}
+
+/** Any account's agent, by id (the CLI, which acts for the operator). */
+export function findAgentById(db: Executor, id: string): Promise<AgentRow | undefined> {
+  return db.selectFrom('agents').selectAll().where('id', '=', id).executeTakeFirst()
+}
+
+/** Disables an active agent; undefined when it is not active (or not there). */
+export function disable(trx: Executor, accountId: string, id: string, now: string): Promise<AgentRow | undefined> {
+  return trx.updateTable('agents').set({ status: 'disabled', updated_at: now })
+    .where('account_id', '=', accountId).where('id', '=', id).where('status', '=', 'active')
+    .returningAll().executeTakeFirst()
+}
+
+export interface AgentListFilter {
+  accountId: string
+  status?: AgentStatus | undefined
+}
+
+function filtered(db: Executor, filter: AgentListFilter) {
+  let query = db.selectFrom('agents').where('account_id', '=', filter.accountId)
+  if (filter.status !== undefined) query = query.where('status', '=', filter.status)
+  return query
+}
+
+export function listAgents(db: Executor, filter: AgentListFilter, page: { limit: number, offset: number }) {
+  return filtered(db, filter).selectAll()
+    .orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute()
+}
+
+export async function countAgents(db: Executor, filter: AgentListFilter): Promise<number> {
+  const row = await filtered(db, filter).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
+  return Number(row.n)
+}
