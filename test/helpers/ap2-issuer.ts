@@ -1,0 +1,78 @@
+import { createPrivateKey, sign } from 'node:crypto'
+import { SDJwtInstance } from '@sd-jwt/core'
+import { digest, generateSalt } from '@sd-jwt/crypto-nodejs'
+import { exportJWK, generateKeyPair, type JWK } from 'jose'
+
+/**
+ * Test issuers of AP2 mandates: real keys (jose), real SD-JWTs (@sd-jwt/core), in the shape of AP2's
+ * payment_mandate.md examples: the mandate is a disclosed element of `delegate_payload`, and the
+ * members of each `allowed` list are disclosures of their own.
+ */
+export interface TestKey {
+  kid: string
+  alg: 'ES256' | 'EdDSA'
+  publicJwk: JWK
+  privateJwk: JWK
+}
+
+export async function makeKey(kid: string, alg: 'ES256' | 'EdDSA' = 'ES256'): Promise<TestKey> {
+  const pair = await generateKeyPair(alg, { extractable: true, ...(alg === 'EdDSA' ? { crv: 'Ed25519' } : {}) })
+  const publicJwk = await exportJWK(pair.publicKey)
+  const privateJwk = await exportJWK(pair.privateKey)
+  return { kid, alg, publicJwk: { ...publicJwk, kid }, privateJwk }
+}
+
+function signerOf(key: TestKey) {
+  const privateKey = createPrivateKey({ key: key.privateJwk as never, format: 'jwk' })
+  return async (data: string) => (key.alg === 'ES256'
+    ? sign('sha256', Buffer.from(data), { key: privateKey, dsaEncoding: 'ieee-p1363' })
+    : sign(null, Buffer.from(data), privateKey)).toString('base64url')
+}
+
+export interface IssueOptions {
+  /** Header members over { alg, typ, kid }; kid: null leaves it out. */
+  header?: Record<string, unknown>
+  /** Claims of the issuer-signed payload beside delegate_payload (iss, iat, exp, ...). */
+  topLevel?: Record<string, unknown>
+  /** Put the `allowed` members behind disclosures of their own (default true). */
+  discloseAllowed?: boolean
+  /** The digest algorithm (_sd_alg); sha-256 unless a test wants another. */
+  hashAlg?: 'sha-256' | 'sha-512'
+}
+
+/** An open mandate as a compact SD-JWT (jwt~disclosures~), signed by key. */
+export async function issueMandate(key: TestKey, mandate: Record<string, unknown>, options: IssueOptions = {}): Promise<string> {
+  const instance = new SDJwtInstance({ signer: signerOf(key), signAlg: key.alg, hasher: digest, hashAlg: options.hashAlg ?? 'sha-256', saltGenerator: generateSalt })
+  const inner: Record<string, unknown> = {}
+  if (options.discloseAllowed !== false && Array.isArray(mandate.constraints)) {
+    const constraints: Record<string, unknown> = {}
+    mandate.constraints.forEach((c: any, i: number) => {
+      if (Array.isArray(c?.allowed) && c.allowed.length > 0) constraints[i] = { allowed: { _sd: c.allowed.map((_: unknown, j: number) => j) } }
+    })
+    inner.constraints = constraints
+  }
+  const header: Record<string, unknown> = { typ: 'example+sd-jwt', kid: key.kid, ...options.header }
+  if (header.kid === null) delete header.kid
+  const frame = { delegate_payload: { _sd: [0], 0: inner } }
+  return instance.issue({ ...options.topLevel, delegate_payload: [mandate] } as never, frame as never, { header })
+}
+
+/** An open Payment Mandate's content with every constraint Wishpay maps; override what a test needs. */
+export function openMandate(agentJwk: JWK, nowSeconds: number, overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    vct: 'mandate.payment.open.1',
+    constraints: [
+      { type: 'payment.amount_range', currency: 'USD', max: 20000, min: 100 },
+      { type: 'payment.budget', currency: 'USD', max: 50000 },
+      { type: 'payment.agent_recurrence', frequency: 'MONTHLY', max_occurrences: 12 },
+      { type: 'payment.execution_date', not_before: '2026-01-01T00:00:00Z', not_after: '2027-12-31T23:59:59Z' },
+      { type: 'payment.allowed_payees', allowed: [{ id: 'merchant_1', name: 'Demo Merchant', website: 'https://demo-merchant.example' }, { id: 'merchant_2', name: 'Other Merchant' }] },
+      { type: 'payment.allowed_payment_instruments', allowed: [{ id: 'pi_1', type: 'card', description: 'Card 4242' }] },
+      { type: 'payment.reference', conditional_transaction_id: 'FzLoxbbtgQGYZxoSM2NJYJtkFTSsdfUBoVEQ12k7JN8' },
+    ],
+    cnf: { jwk: { kty: agentJwk.kty, crv: agentJwk.crv, x: agentJwk.x, ...(agentJwk.y ? { y: agentJwk.y } : {}) } },
+    iat: nowSeconds,
+    exp: nowSeconds + 3600,
+    ...overrides,
+  }
+}
