@@ -63,11 +63,16 @@ function serializeFor(reply: FastifyReply, status: number, payload: unknown): st
   return serialize ? serialize(input) : JSON.stringify(payload)
 }
 
-/** Method, path and the validated body (defaults applied), without the key itself. */
+/**
+ * Method, path and the validated body (defaults applied), without the key itself; for an agent key,
+ * the agent too, so that an agent never gets the replay of a request another principal of the account
+ * made under the same key (it gets 422 idempotency_key_reused). Account keys' fingerprints are unchanged.
+ */
 function fingerprintOf(request: FastifyRequest): string {
   const { idempotency_key: _ignored, ...body } = (request.body ?? {}) as Record<string, unknown>
   const path = request.url.split('?')[0]
-  return createHash('sha256').update(`${request.method} ${path}\n${canonicalJson(body)}`).digest('hex')
+  const agent = request.ctx.agentId === undefined ? '' : `agent ${request.ctx.agentId}\n`
+  return createHash('sha256').update(`${agent}${request.method} ${path}\n${canonicalJson(body)}`).digest('hex')
 }
 
 /** The key from the body or the Idempotency-Key header; when both are sent they must agree. */
