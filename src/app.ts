@@ -20,6 +20,8 @@ import { registerBodyDefaults } from './http/body-defaults.js'
 import { registerIdempotency } from './http/idempotency.js'
 import { agentRoutes } from './modules/agents/routes.js'
 import { AgentSchema } from './modules/agents/schemas.js'
+import { trustedKeyRoutes } from './modules/trusted-keys/routes.js'
+import { TrustedKeySchema } from './modules/trusted-keys/schemas.js'
 import { eventRoutes } from './modules/events/routes.js'
 import { EventSchema } from './modules/events/schemas.js'
 import { healthRoutes } from './modules/health/routes.js'
@@ -83,7 +85,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   })
   registerTextGuard(app)
   const shared = [ErrorResponse, WishSchema, MandateSchema, PaymentSchema, RefundSchema, EventSchema,
-    WebhookEndpointSchema, CreatedWebhookEndpointSchema, DeliveryAttemptSchema, AgentSchema]
+    WebhookEndpointSchema, CreatedWebhookEndpointSchema, DeliveryAttemptSchema, AgentSchema, TrustedKeySchema]
   for (const schema of shared) app.addSchema(schema)
   const lifecycle = deps.lifecycle ?? { draining: false }
   registerRequestContext(app)
@@ -109,6 +111,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await api.register(eventRoutes, { events: services.events })
     await api.register(webhookRoutes, { webhooks: services.webhooks })
     await api.register(agentRoutes, { agents: services.agents })
+    await api.register(trustedKeyRoutes, { trustedKeys: services.trustedKeys })
   })
   return app
 }

@@ -7,6 +7,7 @@ import { createMandateService } from './modules/mandates/service.js'
 import type { Processor } from './modules/payments/processors/processor.js'
 import { createSandboxProcessor } from './modules/payments/processors/sandbox.js'
 import { createPaymentService } from './modules/payments/service.js'
+import { createTrustedKeyService } from './modules/trusted-keys/service.js'
 import { createEventService } from './modules/events/service.js'
 import { createWebhookService } from './modules/webhooks/service.js'
 import { createWishService } from './modules/wishes/service.js'
@@ -32,6 +33,7 @@ export function createServices(deps: ServiceDeps) {
     payments: createPaymentService({ db, clock, processor }),
     events: createEventService({ db }),
     webhooks: createWebhookService({ db, clock, config }),
+    trustedKeys: createTrustedKeyService({ db, clock }),
   }
 }
 

@@ -50,6 +50,21 @@ export interface AgentsTable {
   updated_at: string
 }
 
+/** A public key an account trusts to sign AP2 open mandates (migration 0008). */
+export interface TrustedKeysTable {
+  id: string
+  account_id: string
+  /** Unique per account, revoked keys included. */
+  kid: string
+  role: 'trusted_agent_provider' | 'user_credential_issuer'
+  /** The public JWK (JSON text), public members only. */
+  public_jwk: string
+  status: 'active' | 'revoked'
+  description: string | null
+  created_at: string
+  revoked_at: string | null
+}
+
 /** Wishes per account and stored status, spread over a few slots (migration 0005). */
 export interface WishCountsTable {
   account_id: string
@@ -179,6 +194,7 @@ export interface DatabaseSchema {
   accounts: AccountsTable
   api_keys: ApiKeysTable
   agents: AgentsTable
+  trusted_keys: TrustedKeysTable
   wishes: WishesTable
   wish_counts: WishCountsTable
   events: EventsTable

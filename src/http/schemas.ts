@@ -1,6 +1,7 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox'
 import { type AppError, errors, type ErrorType } from '../lib/errors.js'
 import { DEFAULT_PAGE, MAX_LIMIT, MAX_OFFSET } from '../lib/paging.js'
+import { OPEN_MANDATE_REFUSAL_CODES } from '../modules/ap2/open-mandate.js'
 
 /** A string enum as a plain JSON Schema `enum` (clear validation messages, clean OpenAPI). */
 export function StringEnum<const T extends readonly string[]>(values: T, options: Record<string, unknown> = {}) {
@@ -100,6 +101,12 @@ export const PAYMENT_ERROR_CODES = [
   'payment_not_refundable', 'refund_exceeds_payment',
 ] as const
 
+/**
+ * Codes of 422 `payment_error` for AP2 mandates refused by src/modules/ap2/open-mandate.ts
+ * (mandate_malformed is a 400). The list and what each means: docs/decisions.md, "AP2 open mandates".
+ */
+export const AP2_MANDATE_ERROR_CODES = OPEN_MANDATE_REFUSAL_CODES.filter((code) => code !== 'mandate_malformed')
+
 interface ErrorStatus {
   /** What the status means here, the start of the response's description. */
   summary: string
@@ -120,7 +127,7 @@ export const ERROR_STATUSES: Record<number, ErrorStatus> = {
     types: ['invalid_request_error'],
     codes: [
       'parameter_missing', 'parameter_invalid', 'parameter_unknown', 'invalid_json', 'idempotency_key_mismatch',
-      'resource_limit_exceeded', 'invalid_url', 'bad_request',
+      'resource_limit_exceeded', 'invalid_url', 'bad_request', 'mandate_malformed',
     ],
     example: errors.validation([{ param: 'amount', code: 'parameter_missing', message: 'amount is required' }]),
   },
@@ -149,9 +156,9 @@ export const ERROR_STATUSES: Record<number, ErrorStatus> = {
     example: errors.requestTimeout(),
   },
   409: {
-    summary: 'Conflict: the object is not in a state that allows this, or a request with this idempotency key is still running (retry after Retry-After seconds)',
+    summary: 'Conflict: the object is not in a state that allows this, or a request with this idempotency key is still running (retry after Retry-After seconds), or a trusted key\'s kid is taken (kid_in_use)',
     types: ['conflict_error'],
-    codes: ['invalid_state_transition', 'idempotency_key_in_use'],
+    codes: ['invalid_state_transition', 'idempotency_key_in_use', 'kid_in_use'],
     example: errors.idempotencyKeyInUse(),
   },
   413: {
@@ -179,9 +186,9 @@ export const ERROR_STATUSES: Record<number, ErrorStatus> = {
     example: errors.expectationFailed(),
   },
   422: {
-    summary: 'Refused: the idempotency key was used for another request (idempotency_error), or a mandate or payment rule (payment_error)',
+    summary: 'Refused: the idempotency key was used for another request (idempotency_error), or a mandate or payment rule, or an AP2 mandate that does not verify (payment_error)',
     types: ['idempotency_error', 'payment_error'],
-    codes: ['idempotency_key_reused', ...PAYMENT_ERROR_CODES],
+    codes: [...new Set(['idempotency_key_reused', ...PAYMENT_ERROR_CODES, ...AP2_MANDATE_ERROR_CODES])],
     example: errors.payment('mandate_budget_exceeded', 'amount exceeds what is left of the mandate\'s budget (1000)', 'amount'),
   },
   429: {

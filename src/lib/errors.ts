@@ -140,6 +140,21 @@ export const errors = {
   invalidStateTransition: (message: string, param?: string) => new AppError({
     status: 409, type: 'conflict_error', code: 'invalid_state_transition', message, param,
   }),
+  /** POST /trusted_keys: the account already has a key (active or revoked) with this kid. */
+  kidInUse: (kid: string) => new AppError({
+    status: 409,
+    type: 'conflict_error',
+    code: 'kid_in_use',
+    message: `A trusted key with kid '${kid}' already exists in this account (revoked keys keep their kid): give the new key another kid`,
+    param: 'public_jwk.kid',
+  }),
+  /**
+   * An AP2 mandate refused by src/modules/ap2 (codes: OPEN_MANDATE_REFUSAL_CODES): a token that is
+   * not an SD-JWT at all is a 400 mandate_malformed, every other refusal a 422 payment_error.
+   */
+  ap2MandateRefused: (code: string, message: string, param?: string) => code === 'mandate_malformed'
+    ? invalid(code, message, param)
+    : new AppError({ status: 422, type: 'payment_error', code, message, param }),
   payloadTooLarge: (limitBytes: number) => new AppError({
     status: 413,
     type: 'invalid_request_error',

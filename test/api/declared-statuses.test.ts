@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { randomUUID } from 'node:crypto'
+import { generateKeyPairSync, randomUUID } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
 import { buildApp } from '../../src/app.js'
 import { type Response, startAppWithClosedDatabase, startTestApp, type TestAccount, type TestApp, toResponse } from '../helpers/app.js'
@@ -27,6 +27,12 @@ interface Request {
 type Maker = (a: TestAccount, seed: number) => Promise<Request>
 
 const FAR = '2099-12-31T23:59:59.000Z'
+
+/** A new EC P-256 public JWK (with its private member d when asked), under a new kid. */
+function ecJwk(kid: string = randomUUID(), withPrivate = false): Record<string, unknown> {
+  const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' })
+  return { ...(withPrivate ? privateKey : publicKey).export({ format: 'jwk' }), kid }
+}
 const ONE_MIB = 1024 * 1024
 
 async function data(res: Response): Promise<any> {
@@ -44,6 +50,7 @@ const make = {
   },
   endpoint: (a: TestAccount) => a.request('POST', '/webhook_endpoints', { url: 'https://example.org/hooks', events: ['*'] }).then(data),
   agent: (a: TestAccount) => a.request('POST', '/agents', { name: 'assistant' }).then(data),
+  trustedKey: (a: TestAccount) => a.request('POST', '/trusted_keys', { role: 'trusted_agent_provider', public_jwk: ecJwk() }).then(data),
   event: async (a: TestAccount): Promise<any> => {
     await make.wish(a, 0)
     return (await a.request('GET', '/events?limit=1')).body.data[0]
@@ -80,6 +87,10 @@ function validRequests(t: TestApp): Record<string, Maker> {
     getAgent: async (a) => ({ method: 'GET', url: `/agents/${(await make.agent(a)).id}` }),
     disableAgent: async (a) => ({ method: 'POST', url: `/agents/${(await make.agent(a)).id}/disable` }),
     createAgentKey: async (a) => ({ method: 'POST', url: `/agents/${(await make.agent(a)).id}/keys` }),
+    createTrustedKey: async () => ({ method: 'POST', url: '/trusted_keys', body: { role: 'trusted_agent_provider', public_jwk: ecJwk() } }),
+    listTrustedKeys: async () => ({ method: 'GET', url: '/trusted_keys' }),
+    getTrustedKey: async (a) => ({ method: 'GET', url: `/trusted_keys/${(await make.trustedKey(a)).id}` }),
+    revokeTrustedKey: async (a) => ({ method: 'POST', url: `/trusted_keys/${(await make.trustedKey(a)).id}/revoke` }),
     getHealth: async () => ({ method: 'GET', url: '/healthz' }),
     getReadiness: async () => ({ method: 'GET', url: '/readyz' }),
     getOpenApi: async () => ({ method: 'GET', url: '/openapi.json' }),
@@ -128,6 +139,15 @@ function serviceRefusals(t: TestApp): Record<string, Array<(a: TestAccount) => P
       const agent = await make.agent(a)
       await a.request('POST', `/agents/${agent.id}/disable`)
       return { method: 'POST', url: `/agents/${agent.id}/keys` }
+    }],
+    createTrustedKey: [
+      async (a) => ({ method: 'POST', url: '/trusted_keys', body: { role: 'trusted_agent_provider', public_jwk: ecJwk((await make.trustedKey(a)).kid) } }),
+      async () => ({ method: 'POST', url: '/trusted_keys', body: { role: 'trusted_agent_provider', public_jwk: ecJwk(randomUUID(), true) } }),
+    ],
+    revokeTrustedKey: [async (a) => {
+      const key = await make.trustedKey(a)
+      await a.request('POST', `/trusted_keys/${key.id}/revoke`)
+      return { method: 'POST', url: `/trusted_keys/${key.id}/revoke` }
     }],
     createWebhookEndpoint: [
       async () => ({ method: 'POST', url: '/webhook_endpoints', body: { url: 'ftp://example.org/hooks', events: ['*'] } }),

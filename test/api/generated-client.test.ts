@@ -121,6 +121,14 @@ export async function run(baseUrl: string, key: string, fetchImpl: (request: Req
   if (!must(agentKey.data, 'createAgentKey').data.key.startsWith('ak_')) throw new Error('createAgentKey: expected an ak_ key')
   seen('disableAgent', (await client.POST('/agents/{id}/disable', { params: { path: { id: agent.id } } })).response)
 
+  // Trusted keys
+  const createdTrustedKey = await client.POST('/trusted_keys', { body: { role: 'trusted_agent_provider', public_jwk: { kty: 'EC', crv: 'P-256', kid: 'provider-key-1', x: 'f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU', y: 'x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0' } } })
+  seen('createTrustedKey', createdTrustedKey.response)
+  const trustedKey = must(createdTrustedKey.data, 'createTrustedKey').data
+  seen('listTrustedKeys', (await client.GET('/trusted_keys')).response)
+  seen('getTrustedKey', (await client.GET('/trusted_keys/{id}', { params: { path: { id: trustedKey.id } } })).response)
+  seen('revokeTrustedKey', (await client.POST('/trusted_keys/{id}/revoke', { params: { path: { id: trustedKey.id } } })).response)
+
   seen('deleteWish', (await client.DELETE('/wishes/{id}', { params: { path: { id: wish.id } } })).response)
 
   // System
@@ -210,6 +218,7 @@ const EXPECTED: Array<[string, number]> = [
   ['createWebhookEndpoint', 201], ['listWebhookEndpoints', 200], ['getWebhookEndpoint', 200], ['updateWebhookEndpoint', 200],
   ['listWebhookDeliveries', 200], ['deleteWebhookEndpoint', 204],
   ['createAgent', 201], ['listAgents', 200], ['getAgent', 200], ['createAgentKey', 201], ['disableAgent', 200],
+  ['createTrustedKey', 201], ['listTrustedKeys', 200], ['getTrustedKey', 200], ['revokeTrustedKey', 200],
   ['deleteWish', 204],
   ['getHealth', 200], ['getReadiness', 200], ['getOpenApi', 200], ['getMetrics', 200],
 ]

@@ -6,6 +6,7 @@ import * as wishListIndex from './0004_wish_list_index.js'
 import * as wishCounts from './0005_wish_counts.js'
 import * as mandatesWithinWish from './0006_mandates_within_wish.js'
 import * as agents from './0007_agents.js'
+import * as trustedKeys from './0008_trusted_keys.js'
 
 /**
  * The explicit, ordered migration registry. Append only: a migration that has shipped is never
@@ -19,4 +20,5 @@ export const migrations: Record<string, Migration> = {
   '0005_wish_counts': wishCounts,
   '0006_mandates_within_wish': mandatesWithinWish,
   '0007_agents': agents,
+  '0008_trusted_keys': trustedKeys,
 }

@@ -4,6 +4,7 @@ export const EVENT_TYPES = [
   'mandate.created', 'mandate.revoked', 'mandate.consumed', 'mandate.expired',
   'payment.created', 'payment.processing', 'payment.succeeded', 'payment.failed', 'payment.refunded',
   'agent.created', 'agent.disabled',
+  'trusted_key.created', 'trusted_key.revoked',
 ] as const
 
 export type EventType = (typeof EVENT_TYPES)[number]

@@ -1,0 +1,48 @@
+import type { Executor } from '../../db/database.js'
+import type { TrustedKeysTable } from '../../db/schema.js'
+import type { TrustedKeyRoleValue, TrustedKeyStatus } from './schemas.js'
+
+export type TrustedKeyRow = TrustedKeysTable
+
+export async function insertTrustedKey(db: Executor, row: TrustedKeyRow): Promise<void> {
+  await db.insertInto('trusted_keys').values(row).execute()
+}
+
+export function findTrustedKey(db: Executor, accountId: string, id: string): Promise<TrustedKeyRow | undefined> {
+  return db.selectFrom('trusted_keys').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst()
+}
+
+/** The account's key with this kid, active or revoked (a kid names one key for good). */
+export function findByKid(db: Executor, accountId: string, kid: string): Promise<TrustedKeyRow | undefined> {
+  return db.selectFrom('trusted_keys').selectAll().where('account_id', '=', accountId).where('kid', '=', kid).executeTakeFirst()
+}
+
+/** Revokes an active key; undefined when it is not active (or not there). */
+export function revoke(trx: Executor, accountId: string, id: string, now: string): Promise<TrustedKeyRow | undefined> {
+  return trx.updateTable('trusted_keys').set({ status: 'revoked', revoked_at: now })
+    .where('account_id', '=', accountId).where('id', '=', id).where('status', '=', 'active')
+    .returningAll().executeTakeFirst()
+}
+
+export interface TrustedKeyFilter {
+  accountId: string
+  status?: TrustedKeyStatus | undefined
+  role?: TrustedKeyRoleValue | undefined
+}
+
+function filtered(db: Executor, filter: TrustedKeyFilter) {
+  let query = db.selectFrom('trusted_keys').where('account_id', '=', filter.accountId)
+  if (filter.status !== undefined) query = query.where('status', '=', filter.status)
+  if (filter.role !== undefined) query = query.where('role', '=', filter.role)
+  return query
+}
+
+export function listTrustedKeys(db: Executor, filter: TrustedKeyFilter, page: { limit: number, offset: number }) {
+  return filtered(db, filter).selectAll()
+    .orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute()
+}
+
+export async function countTrustedKeys(db: Executor, filter: TrustedKeyFilter): Promise<number> {
+  const row = await filtered(db, filter).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
+  return Number(row.n)
+}

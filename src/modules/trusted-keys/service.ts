@@ -1,0 +1,102 @@
+import { isUniqueViolation } from '../../db/errors.js'
+import type { Database } from '../../db/database.js'
+import { inTransaction } from '../../db/transaction.js'
+import { type Clock, toTimestamp } from '../../lib/clock.js'
+import { errors } from '../../lib/errors.js'
+import { newId } from '../../lib/ids.js'
+import { pageOf } from '../../lib/paging.js'
+import type { RequestContext } from '../../lib/request-context.js'
+import type { IssuerKey } from '../ap2/open-mandate.js'
+import { recordEvent } from '../events/outbox.js'
+import { checkTrustedJwk } from './jwk.js'
+import * as repo from './repository.js'
+import type { CreateTrustedKeyInput, ListTrustedKeysInput, StoredPublicJwkValue, TrustedKey } from './schemas.js'
+
+export function toTrustedKey(row: repo.TrustedKeyRow): TrustedKey {
+  return {
+    id: row.id,
+    kid: row.kid,
+    role: row.role,
+    public_jwk: JSON.parse(row.public_jwk) as StoredPublicJwkValue,
+    status: row.status,
+    description: row.description,
+    created_at: row.created_at,
+    revoked_at: row.revoked_at,
+  }
+}
+
+/** The issuers an account trusts to sign AP2 open mandates (Trusted Agent Providers, User Credential issuers). */
+export function createTrustedKeyService(deps: { db: Database, clock: Clock }) {
+  const { db, clock } = deps
+
+  return {
+    async create(ctx: RequestContext, input: CreateTrustedKeyInput): Promise<TrustedKey> {
+      const checked = await checkTrustedJwk(input.public_jwk)
+      if ('problem' in checked) throw errors.parameterInvalid(checked.problem.param, checked.problem.message)
+      const kid = checked.jwk.kid
+      return inTransaction(db, ctx, async (trx) => {
+        if (await repo.findByKid(trx, ctx.accountId, kid)) throw errors.kidInUse(kid)
+        const nowDate = clock.now()
+        const now = toTimestamp(nowDate)
+        const row: repo.TrustedKeyRow = {
+          id: newId('tk', nowDate),
+          account_id: ctx.accountId,
+          kid,
+          role: input.role,
+          public_jwk: JSON.stringify(checked.jwk),
+          status: 'active',
+          description: input.description ?? null,
+          created_at: now,
+          revoked_at: null,
+        }
+        try {
+          await repo.insertTrustedKey(trx, row)
+        } catch (error) {
+          // Another request registered the same kid between the check and the insert.
+          if (isUniqueViolation(error)) throw errors.kidInUse(kid)
+          throw error
+        }
+        const key = toTrustedKey(row)
+        await recordEvent(trx, { accountId: ctx.accountId, type: 'trusted_key.created', object: key, requestId: ctx.requestId, createdAt: now })
+        return key
+      })
+    },
+
+    async get(ctx: RequestContext, id: string): Promise<TrustedKey> {
+      const row = await repo.findTrustedKey(db.kysely, ctx.accountId, id)
+      if (!row) throw errors.resourceMissing('trusted key', id)
+      return toTrustedKey(row)
+    },
+
+    async list(ctx: RequestContext, input: ListTrustedKeysInput) {
+      const filter = { accountId: ctx.accountId, status: input.status, role: input.role }
+      const page = pageOf(input)
+      const [rows, total] = await Promise.all([repo.listTrustedKeys(db.kysely, filter, page), repo.countTrustedKeys(db.kysely, filter)])
+      return { data: rows.map(toTrustedKey), meta: { total, ...page } }
+    },
+
+    /** For good: mandates signed by this key are refused from then on (issuer_untrusted). Twice is a 409. */
+    async revoke(ctx: RequestContext, id: string): Promise<TrustedKey> {
+      const now = toTimestamp(clock.now())
+      return inTransaction(db, ctx, async (trx) => {
+        const revoked = await repo.revoke(trx, ctx.accountId, id, now)
+        if (!revoked) {
+          if (!(await repo.findTrustedKey(trx, ctx.accountId, id))) throw errors.resourceMissing('trusted key', id)
+          throw errors.invalidStateTransition('The trusted key is already revoked')
+        }
+        const key = toTrustedKey(revoked)
+        await recordEvent(trx, { accountId: ctx.accountId, type: 'trusted_key.revoked', object: key, requestId: ctx.requestId, createdAt: now })
+        return key
+      })
+    },
+
+    /** The account's trusted key with this kid, as the AP2 verifier takes it (revoked ones included, to be refused by name). */
+    async issuerKey(accountId: string, kid: string, executor = db.kysely): Promise<IssuerKey[]> {
+      const row = await repo.findByKid(executor, accountId, kid)
+      if (!row) return []
+      return [{ id: row.id, kid: row.kid, role: row.role, status: row.status, public_jwk: JSON.parse(row.public_jwk) as IssuerKey['public_jwk'] }]
+    },
+  }
+}
+
+export type TrustedKeyService = ReturnType<typeof createTrustedKeyService>
