@@ -159,5 +159,27 @@ for (const kind of storeKinds()) {
       assert.equal((await a.request('POST', `/trusted_keys/${key.id}/revoke`, {})).status, 200)
       await assert.rejects(verify(), (err: unknown) => err instanceof OpenMandateRefusal && err.code === 'issuer_untrusted' && /revoked/.test(err.message))
     })
+
+    test('the service entry point: the account\'s key by kid, the app clock, refusals as the AppErrors a route answers', async () => {
+      const a = await t.account()
+      const issuer = await makeKey('provider-svc')
+      const agent = await makeKey('agent-svc')
+      const key = await trust(a, issuer.publicJwk, { role: 'user_credential_issuer' })
+      const nowS = Math.floor(t.clock.now().getTime() / 1000)
+      const token = await issueMandate(issuer, openMandate(agent.publicJwk, nowS))
+      const verified = await t.services.trustedKeys.verifyOpenMandate(a.id, token)
+      assert.deepEqual(verified.issuer, { trusted_key_id: key.id, kid: 'provider-svc', role: 'user_credential_issuer' })
+      const refusedAs = (status: number, type: string, code: string, param?: string) => (err: any) => {
+        assert.deepEqual([err.name, err.status, err.type, err.code, err.param], ['AppError', status, type, code, param])
+        return true
+      }
+      await assert.rejects(t.services.trustedKeys.verifyOpenMandate(a.id, 'garbage'), refusedAs(400, 'invalid_request_error', 'mandate_malformed'))
+      await assert.rejects(t.services.trustedKeys.verifyOpenMandate((await t.account()).id, token), refusedAs(422, 'payment_error', 'issuer_untrusted', 'kid'))
+      const unknown = await issueMandate(issuer, openMandate(agent.publicJwk, nowS, { constraints: [{ type: 'payment.loyalty', points: 1 }] }))
+      await assert.rejects(t.services.trustedKeys.verifyOpenMandate(a.id, unknown), refusedAs(422, 'payment_error', 'constraint_unsupported', 'payment.loyalty'))
+      // The app's clock decides expiry.
+      t.clock.advance(3600_000)
+      await assert.rejects(t.services.trustedKeys.verifyOpenMandate(a.id, token), refusedAs(422, 'payment_error', 'mandate_expired', 'exp'))
+    })
   })
 }

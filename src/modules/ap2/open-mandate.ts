@@ -163,6 +163,16 @@ function decodeHeader(jwt: string): Record<string, unknown> {
   return refuse('mandate_malformed', 'The issuer JWT header is not a base64url JSON object')
 }
 
+/** The `kid` of a token's issuer JWT header, to look the one trusted key up; undefined when there is none to read. */
+export function issuerKidOf(token: string): string | undefined {
+  try {
+    const kid = decodeHeader(splitToken(token).jwt).kid
+    return typeof kid === 'string' && kid.length > 0 ? kid : undefined
+  } catch {
+    return undefined
+  }
+}
+
 function chooseKey(header: Record<string, unknown>, keys: readonly IssuerKey[]): IssuerKey {
   const kid = header.kid
   if (typeof kid !== 'string' || kid.length === 0) return refuse('issuer_untrusted', 'The issuer JWT header has no kid, so no trusted key can be chosen', 'kid')

@@ -6,7 +6,7 @@ import { errors } from '../../lib/errors.js'
 import { newId } from '../../lib/ids.js'
 import { pageOf } from '../../lib/paging.js'
 import type { RequestContext } from '../../lib/request-context.js'
-import type { IssuerKey } from '../ap2/open-mandate.js'
+import { type IssuerKey, issuerKidOf, OpenMandateRefusal, type VerifiedOpenMandate, verifyOpenPaymentMandate } from '../ap2/open-mandate.js'
 import { recordEvent } from '../events/outbox.js'
 import { checkTrustedJwk } from './jwk.js'
 import * as repo from './repository.js'
@@ -28,6 +28,13 @@ export function toTrustedKey(row: repo.TrustedKeyRow): TrustedKey {
 /** The issuers an account trusts to sign AP2 open mandates (Trusted Agent Providers, User Credential issuers). */
 export function createTrustedKeyService(deps: { db: Database, clock: Clock }) {
   const { db, clock } = deps
+
+  /** The account's trusted key with this kid, as the AP2 verifier takes it (revoked ones included, to be refused by name). */
+  async function issuerKey(accountId: string, kid: string, executor = db.kysely): Promise<IssuerKey[]> {
+    const row = await repo.findByKid(executor, accountId, kid)
+    if (!row) return []
+    return [{ id: row.id, kid: row.kid, role: row.role, status: row.status, public_jwk: JSON.parse(row.public_jwk) as IssuerKey['public_jwk'] }]
+  }
 
   return {
     async create(ctx: RequestContext, input: CreateTrustedKeyInput): Promise<TrustedKey> {
@@ -90,11 +97,22 @@ export function createTrustedKeyService(deps: { db: Database, clock: Clock }) {
       })
     },
 
-    /** The account's trusted key with this kid, as the AP2 verifier takes it (revoked ones included, to be refused by name). */
-    async issuerKey(accountId: string, kid: string, executor = db.kysely): Promise<IssuerKey[]> {
-      const row = await repo.findByKid(executor, accountId, kid)
-      if (!row) return []
-      return [{ id: row.id, kid: row.kid, role: row.role, status: row.status, public_jwk: JSON.parse(row.public_jwk) as IssuerKey['public_jwk'] }]
+    issuerKey,
+
+    /**
+     * Verifies an AP2 open Payment Mandate against this account's trusted keys at the clock's now: the
+     * entry point for POST /mandates with `ap2.open_payment_mandate` (not wired yet). A refusal is the
+     * AppError the route answers with (400 mandate_malformed, else 422 payment_error).
+     */
+    async verifyOpenMandate(accountId: string, token: string): Promise<VerifiedOpenMandate> {
+      const kid = issuerKidOf(token)
+      const trustedKeys = kid === undefined ? [] : await issuerKey(accountId, kid)
+      try {
+        return await verifyOpenPaymentMandate({ token, trustedKeys, now: clock.now() })
+      } catch (error) {
+        if (error instanceof OpenMandateRefusal) throw errors.ap2MandateRefused(error.code, error.message, error.param)
+        throw error
+      }
     },
   }
 }
