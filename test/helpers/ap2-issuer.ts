@@ -10,12 +10,12 @@ import { exportJWK, generateKeyPair, type JWK } from 'jose'
  */
 export interface TestKey {
   kid: string
-  alg: 'ES256' | 'EdDSA'
+  alg: 'ES256' | 'EdDSA' | 'RS256'
   publicJwk: JWK
   privateJwk: JWK
 }
 
-export async function makeKey(kid: string, alg: 'ES256' | 'EdDSA' = 'ES256'): Promise<TestKey> {
+export async function makeKey(kid: string, alg: TestKey['alg'] = 'ES256'): Promise<TestKey> {
   const pair = await generateKeyPair(alg, { extractable: true, ...(alg === 'EdDSA' ? { crv: 'Ed25519' } : {}) })
   const publicJwk = await exportJWK(pair.publicKey)
   const privateJwk = await exportJWK(pair.privateKey)
@@ -26,7 +26,7 @@ function signerOf(key: TestKey) {
   const privateKey = createPrivateKey({ key: key.privateJwk as never, format: 'jwk' })
   return async (data: string) => (key.alg === 'ES256'
     ? sign('sha256', Buffer.from(data), { key: privateKey, dsaEncoding: 'ieee-p1363' })
-    : sign(null, Buffer.from(data), privateKey)).toString('base64url')
+    : sign(key.alg === 'RS256' ? 'sha256' : null, Buffer.from(data), privateKey)).toString('base64url')
 }
 
 export interface IssueOptions {

@@ -123,6 +123,13 @@ describe('a valid open Payment Mandate', () => {
     assert.deepEqual(result.draft.cnf_jwk, { kty: 'OKP', crv: 'Ed25519', x: edAgent.publicJwk.x })
   })
 
+  test('an RSA issuer (RS256) is accepted; RS256 under an EC key is not', async () => {
+    const rsaIssuer = await makeKey('rsa-issuer', 'RS256')
+    const token = await issueMandate(rsaIssuer, openMandate(agent.publicJwk, NOW_S))
+    assert.equal((await verify(token, [trust(rsaIssuer)])).issuer.kid, 'rsa-issuer')
+    await refused(verify(token, [trust(rsaIssuer, { public_jwk: { ...issuer.publicJwk, kid: 'rsa-issuer' } })]), 'issuer_untrusted', 'alg')
+  })
+
   test('a presentation that withholds a payee disclosure keeps only the disclosed payees', async () => {
     const token = await issueMandate(issuer, openMandate(agent.publicJwk, NOW_S))
     const p = parts(token)
