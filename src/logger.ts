@@ -61,7 +61,7 @@ function sanitize(value: unknown, depth: number): unknown {
  * secrets) or like a serialized Buffer is replaced before the line is written. The test is one
  * regular expression over a short line; lines without a match are written as they are.
  */
-const SECRET_SHAPES = /\b(?:sk|rk)_[0-9A-Za-z]{16,}|\bwhsec_[0-9A-Za-z+/=]{16,}|\{"type":"Buffer","data":\[[0-9,]*\]\}/g
+const SECRET_SHAPES = /\b(?:sk|rk|ak)_[0-9A-Za-z]{16,}|\bwhsec_[0-9A-Za-z+/=]{16,}|\{"type":"Buffer","data":\[[0-9,]*\]\}/g
 
 export function scrubLine(line: string): string {
   SECRET_SHAPES.lastIndex = 0

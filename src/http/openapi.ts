@@ -8,7 +8,8 @@ import { API_VERSION } from './version.js'
 const DESCRIPTION = `Wishpay lets people describe what they want in plain words (wishes), grant their AI agents a
 bounded authority to spend (mandates), and lets agents pay against it (payments, over AP2 and ACP).
 
-Authenticate with \`Authorization: Bearer <key>\`: \`sk_\` keys can do everything, \`rk_\` keys can only read.
+Authenticate with \`Authorization: Bearer <key>\`: \`sk_\` keys can do everything, \`rk_\` keys can only read,
+\`ak_\` keys (an agent's) can only pay with the mandates granted to their agent and read those and their payments.
 Every response carries \`Request-Id\` and \`API-Version\`. Errors share one envelope:
 \`{ "error": { "type", "code", "message", "param", "errors", "request_id" } }\`; each status lists the
 types and codes it can carry (Error400, Error401, ...).`

@@ -71,6 +71,12 @@ test('secret-shaped text and Buffers anywhere in a line are replaced before it i
   assert.equal(first.msg, 'message with [redacted]')
 })
 
+test('agent keys (ak_) are scrubbed as sk_ and rk_ keys are', () => {
+  const agentKey = `ak_${KEY.slice(3)}`
+  assert.equal(scrubLine(`{"msg":"Bearer ${agentKey}"}`), '{"msg":"Bearer [redacted]"}')
+  assert.equal(scrubLine('{"msg":"break_questions_about_everything_here"}'), '{"msg":"break_questions_about_everything_here"}')
+})
+
 test('ordinary lines pass unchanged', () => {
   const line = '{"level":30,"request_id":"req_01m84nbkkafqm47q6dy2kp7r6a","route":"/wishes/:id","task":"task_abc","msg":"request"}\n'
   assert.equal(scrubLine(line), line)
