@@ -47,6 +47,8 @@ export function setResponseHeaders(request: FastifyRequest, reply: FastifyReply)
 export function logRequest(request: FastifyRequest, reply: FastifyReply, route?: string): void {
   request.log.info({
     account_id: request.principal?.accountId,
+    // The agent whose key (ak_) made the request; absent for account keys.
+    ...(request.principal?.agentId ? { agent_id: request.principal.agentId } : {}),
     method: request.method,
     route: route ?? request.routeOptions.url ?? 'not_found',
     status: reply.statusCode,
