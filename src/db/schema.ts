@@ -102,7 +102,7 @@ export interface MandatesTable {
   /** Stored status; an active mandate past expires_at reads expired. */
   status: string
   wish_id: string | null
-  /** The agent the mandate is granted to: only its keys may pay with it (migration 0007). */
+  /** The agent the mandate is granted to: agent keys (`ak_`) of other agents may not pay with it; the account's `sk_` keys may (migration 0007). */
   agent_id: string | null
   currency: string
   max_amount: number
