@@ -36,6 +36,11 @@ export interface IssueOptions {
   topLevel?: Record<string, unknown>
   /** Put the `allowed` members behind disclosures of their own (default true). */
   discloseAllowed?: boolean
+  /**
+   * Put each constraint behind a disclosure of its own, and the `max` of payment.budget behind another
+   * (as an issuer may, so that a holder could withhold them: Wishpay must refuse that).
+   */
+  discloseConstraints?: boolean
   /** The digest algorithm (_sd_alg); sha-256 unless a test wants another. */
   hashAlg?: 'sha-256' | 'sha-512'
 }
@@ -44,10 +49,13 @@ export interface IssueOptions {
 export async function issueMandate(key: TestKey, mandate: Record<string, unknown>, options: IssueOptions = {}): Promise<string> {
   const instance = new SDJwtInstance({ signer: signerOf(key), signAlg: key.alg, hasher: digest, hashAlg: options.hashAlg ?? 'sha-256', saltGenerator: generateSalt })
   const inner: Record<string, unknown> = {}
-  if (options.discloseAllowed !== false && Array.isArray(mandate.constraints)) {
-    const constraints: Record<string, unknown> = {}
+  if (Array.isArray(mandate.constraints)) {
+    const constraints: Record<string, unknown> = options.discloseConstraints ? { _sd: mandate.constraints.map((_: unknown, i: number) => i) } : {}
     mandate.constraints.forEach((c: any, i: number) => {
-      if (Array.isArray(c?.allowed) && c.allowed.length > 0) constraints[i] = { allowed: { _sd: c.allowed.map((_: unknown, j: number) => j) } }
+      const frame: Record<string, unknown> = {}
+      if (options.discloseAllowed !== false && Array.isArray(c?.allowed) && c.allowed.length > 0) frame.allowed = { _sd: c.allowed.map((_: unknown, j: number) => j) }
+      if (options.discloseConstraints && c?.type === 'payment.budget') frame._sd = ['max']
+      if (Object.keys(frame).length > 0) constraints[i] = frame
     })
     inner.constraints = constraints
   }

@@ -283,6 +283,102 @@ describe('refusals', () => {
   })
 })
 
+const disclosed = (d: string) => JSON.parse(Buffer.from(d, 'base64url').toString()) as unknown[]
+const isAllowedItem = (d: string) => {
+  const value = disclosed(d).at(-1) as Record<string, unknown>
+  return disclosed(d).length === 2 && typeof value?.id === 'string' && (typeof value.name === 'string' || typeof value.type === 'string')
+}
+
+describe('withheld disclosures (review of issue 14, item 3)', () => {
+  test('selectively disclosable constraints verify in full, and withholding any of them (or a member) is refused', async () => {
+    const content = openMandate(agent.publicJwk, NOW_S)
+    const token = await issueMandate(issuer, content, { discloseConstraints: true })
+    const full = await verify(token)
+    assert.deepEqual(full.mandate, content)
+    assert.equal(full.draft.max_uses, 12)
+    const p = parts(token)
+    let withheldRefused = 0
+    for (let i = 1; i < p.length - 1; i++) {
+      const withheld = p.filter((_, j) => j !== i).join('~')
+      if (isAllowedItem(p[i]!)) {
+        assert.ok(await verify(withheld), 'a payee or instrument may be withheld')
+      } else {
+        withheldRefused += 1
+        await refused(verify(withheld), 'disclosure_invalid')
+      }
+    }
+    // The seven constraints, the budget's max, and the mandate (whose presented disclosures are then unreachable).
+    assert.equal(withheldRefused, 9)
+  })
+
+  test('withholding every payee leaves an empty list, which allows no payee (not an unconstrained mandate)', async () => {
+    const token = await issueMandate(issuer, openMandate(agent.publicJwk, NOW_S))
+    const p = parts(token)
+    const withheld = p.filter((d, i) => i === 0 || d === '' || !(isAllowedItem(d) && typeof (disclosed(d)[1] as any).name === 'string')).join('~')
+    const { draft } = await verify(withheld)
+    assert.deepEqual(draft.allowed_payees, [])
+    assert.equal(draft.allowed_payment_instruments?.length, 1)
+    const empty = await issueMandate(issuer, openMandate(agent.publicJwk, NOW_S, {
+      constraints: [{ type: 'payment.amount_range', currency: 'USD', max: 100 }, { type: 'payment.allowed_payment_instruments', allowed: [] }],
+    }))
+    assert.deepEqual((await verify(empty)).draft.allowed_payment_instruments, [])
+  })
+
+  test('a 10,000-deep extra disclosure, or a signed mandate nested too deep, is a named refusal', async () => {
+    const token = await issueMandate(issuer, openMandate(agent.publicJwk, NOW_S))
+    const n = 10_000
+    const deep = Buffer.from(`["c2FsdHNhbHRzYWx0",${'['.repeat(n)}${']'.repeat(n)}]`).toString('base64url')
+    await refused(verify([...parts(token).slice(0, -1), deep, ''].join('~')), 'disclosure_invalid')
+    let nested: unknown = 'bottom'
+    for (let i = 0; i < 100; i++) nested = [nested]
+    const signedDeep = await issueMandate(issuer, openMandate(agent.publicJwk, NOW_S, { note: nested }))
+    await refused(verify(signedDeep), 'mandate_malformed')
+  })
+})
+
+describe('times, dates and algorithms (review of issue 14, item 3)', () => {
+  test('iat and exp beyond a safe Unix time are mandate_malformed, not a crash', async () => {
+    for (const [name, value] of [['exp', 1e300], ['exp', -1e300], ['iat', 1e300], ['iat', -1e300], ['exp', 253402300800], ['iat', -1]] as const) {
+      const token = await issueMandate(issuer, openMandate(agent.publicJwk, NOW_S, { [name]: value }))
+      await refused(verify(token), 'mandate_malformed', name)
+      const top = await issueMandate(issuer, openMandate(agent.publicJwk, NOW_S), { topLevel: { [name]: value } })
+      await refused(verify(top), 'mandate_malformed', name)
+    }
+  })
+
+  test('a future nbf is mandate_not_yet_valid; a past one is fine', async () => {
+    await refused(verify(await issueMandate(issuer, openMandate(agent.publicJwk, NOW_S, { nbf: NOW_S + 600 }))), 'mandate_not_yet_valid', 'nbf')
+    await refused(verify(await issueMandate(issuer, openMandate(agent.publicJwk, NOW_S), { topLevel: { nbf: NOW_S + 600 } })), 'mandate_not_yet_valid', 'nbf')
+    assert.ok(await verify(await issueMandate(issuer, openMandate(agent.publicJwk, NOW_S, { nbf: NOW_S - 600 }))))
+    await refused(verify(await issueMandate(issuer, openMandate(agent.publicJwk, NOW_S, { nbf: 'now' }))), 'mandate_malformed', 'nbf')
+  })
+
+  test('execution dates: only RFC 3339 date-times with Z or an offset', async () => {
+    for (const bad of ['2027-01-01', '2027-01-01T00:00:00', '2027-01-01 00:00:00Z', 'Jan 1 2027 00:00:00 GMT', '2027-01-01T00:00:00+0100', '2027-02-30T00:00:00Z', '2027-01-01T24:00:00Z', '+002027-01-01T00:00:00Z', 1798761600000]) {
+      const token = await issueMandate(issuer, openMandate(agent.publicJwk, NOW_S, {
+        constraints: [{ type: 'payment.amount_range', currency: 'USD', max: 100 }, { type: 'payment.execution_date', not_after: bad }],
+      }))
+      await refused(verify(token), 'constraint_invalid', 'payment.execution_date')
+    }
+    const offset = await issueMandate(issuer, openMandate(agent.publicJwk, NOW_S, {
+      constraints: [{ type: 'payment.amount_range', currency: 'USD', max: 100 }, { type: 'payment.execution_date', not_before: '2026-11-23T20:30:00.5+02:00', not_after: '2026-11-23T18:45:00z' }],
+    }))
+    const { draft } = await verify(offset)
+    assert.deepEqual([draft.not_before, draft.expires_at], ['2026-11-23T18:30:00.500Z', '2026-11-23T18:45:00.000Z'])
+  })
+
+  test('a trusted key with public_jwk.alg accepts that algorithm only', async () => {
+    const rsaIssuer = await makeKey('rsa-alg', 'RS256')
+    const token = await issueMandate(rsaIssuer, openMandate(agent.publicJwk, NOW_S))
+    assert.ok(await verify(token, [trust(rsaIssuer, { public_jwk: { ...rsaIssuer.publicJwk, alg: 'RS256' } })]))
+    await refused(verify(token, [trust(rsaIssuer, { public_jwk: { ...rsaIssuer.publicJwk, alg: 'PS256' } })]), 'issuer_untrusted', 'alg')
+    const edIssuer = await makeKey('ed-alg', 'EdDSA')
+    const edToken = await issueMandate(edIssuer, openMandate(agent.publicJwk, NOW_S))
+    assert.ok(await verify(edToken, [trust(edIssuer, { public_jwk: { ...edIssuer.publicJwk, alg: 'EdDSA' } })]))
+    await refused(verify(edToken, [trust(edIssuer, { public_jwk: { ...edIssuer.publicJwk, alg: 'Ed25519' } })]), 'issuer_untrusted', 'alg')
+  })
+})
+
 describe('the encoded examples of AP2 payment_mandate.md', () => {
   test('decode, conform to the schemas, and chain: sd_hash, the cnf key, the digests', async () => {
     const open = await decodeSdJwt(OPEN_PAYMENT_MANDATE, digest)

@@ -1,7 +1,13 @@
 import { digest } from '@sd-jwt/crypto-nodejs'
-import { decodeSdJwt, type DecodedSDJwt, unpack } from '@sd-jwt/decode'
+import { decodeSdJwt, type DecodedSDJwt } from '@sd-jwt/decode'
 import { compactVerify, importJWK, type JWK } from 'jose'
-import { normalizeCurrency } from '../../lib/currency.js'
+import { mapConstraints, type OpenMandateDraft, toDraft } from './constraints.js'
+import { isObject, refuse } from './refusal.js'
+
+export {
+  FREQUENCY_WINDOW, type Merchant, type OpenMandateDraft, type PaymentInstrument, RECURRENCE_FREQUENCIES, type RecurrenceFrequency,
+} from './constraints.js'
+export { OPEN_MANDATE_REFUSAL_CODES, OpenMandateRefusal, type OpenMandateRefusalCode } from './refusal.js'
 
 /**
  * AP2 v0.2 open Payment Mandates (`vct` `mandate.payment.open.1`), verified and turned into a Wishpay
@@ -15,40 +21,25 @@ import { normalizeCurrency } from '../../lib/currency.js'
  * Checks, in this order (each refusal is an OpenMandateRefusal with a named code):
  * 1. shape: a compact SD-JWT without a key-binding JWT                  → mandate_malformed (400)
  * 2. issuer: the header's `kid` names an active trusted key of the account, and `alg` fits that key
- *                                                                         → issuer_untrusted
+ *    (and is the key's `alg` when it has one)                            → issuer_untrusted
  * 3. the issuer signature (jose, against that key only)                 → mandate_signature_invalid
- * 4. disclosures: `_sd_alg` sha-256, each one decodable, unique and referenced by a signed digest
+ * 4. disclosures: `_sd_alg` sha-256, each one decodable, unique and reached from the signed payload;
+ *    inside the mandate every digest's disclosure presented, but for entries of `allowed` lists
  *                                                                         → disclosure_invalid
+ *    (nesting deeper than 64 levels                                      → mandate_malformed)
  * 5. exactly one disclosed mandate with `vct` `mandate.payment.open.1`  → mandate_type_unsupported
- * 6. `iat` not in the future (60 s leeway), `exp` not passed (top level and mandate, the earliest)
+ * 6. `iat`/`nbf` not in the future (60 s leeway), `exp` not passed (top level and mandate, the earliest);
+ *    each a safe integer Unix time in years 1970..9999 (else mandate_malformed)
  *                                                                         → mandate_not_yet_valid, mandate_expired
  * 7. `cnf.jwk` an EC P-256 or Ed25519 public key                        → cnf_invalid
- * 8. each constraint: a known type (AP2 says an unknown one MUST fail)  → constraint_unsupported (param: the type)
- *    and well formed (integer minor units, AP2 #339; known currency; ordered range and dates)
+ * 8. each constraint (constraints.ts): a known type (AP2: an unknown one MUST fail)
+ *                                                                         → constraint_unsupported (param: the type)
+ *    and well formed (integer minor units, AP2 #339; known currency; ordered range; RFC 3339 dates)
  *                                                                         → constraint_invalid (param: the type)
  * 9. the result bounds spending and time: a cap and an end            → mandate_unbounded
  */
 
 export const OPEN_MANDATE_VCT = 'mandate.payment.open.1'
-
-/** Every refusal of this module. mandate_malformed is a 400; the others are 422 payment_error. */
-export const OPEN_MANDATE_REFUSAL_CODES = [
-  'mandate_malformed', 'issuer_untrusted', 'mandate_signature_invalid', 'disclosure_invalid',
-  'mandate_type_unsupported', 'mandate_not_yet_valid', 'mandate_expired', 'cnf_invalid',
-  'constraint_unsupported', 'constraint_invalid', 'mandate_unbounded',
-] as const
-export type OpenMandateRefusalCode = (typeof OPEN_MANDATE_REFUSAL_CODES)[number]
-
-export class OpenMandateRefusal extends Error {
-  override name = 'OpenMandateRefusal'
-  constructor(readonly code: OpenMandateRefusalCode, message: string, readonly param?: string) {
-    super(message)
-  }
-}
-
-const refuse = (code: OpenMandateRefusalCode, message: string, param?: string): never => {
-  throw new OpenMandateRefusal(code, message, param)
-}
 
 export type TrustedKeyRole = 'trusted_agent_provider' | 'user_credential_issuer'
 
@@ -59,47 +50,6 @@ export interface IssuerKey {
   role: TrustedKeyRole
   status: 'active' | 'revoked'
   public_jwk: JWK
-}
-
-export interface Merchant { id: string, name: string, website?: string }
-export interface PaymentInstrument { id: string, type: string, description?: string }
-
-export const RECURRENCE_FREQUENCIES = ['ON_DEMAND', 'DAILY', 'WEEKLY', 'BIWEEKLY', 'MONTHLY', 'QUARTERLY', 'ANNUALLY'] as const
-export type RecurrenceFrequency = (typeof RECURRENCE_FREQUENCIES)[number]
-
-/** The least time between two payments under a frequency, as an ISO 8601 duration; null: none (ON_DEMAND). */
-export const FREQUENCY_WINDOW: Record<RecurrenceFrequency, string | null> = {
-  ON_DEMAND: null, DAILY: 'P1D', WEEKLY: 'P7D', BIWEEKLY: 'P14D', MONTHLY: 'P1M', QUARTERLY: 'P3M', ANNUALLY: 'P1Y',
-}
-
-/** A Wishpay mandate as an open Payment Mandate describes it; amounts in integer minor units. */
-export interface OpenMandateDraft {
-  protocol: 'ap2'
-  currency: string
-  /** Per-payment cap (payment.amount_range.max; payment.budget.max when there is no range). */
-  max_amount: number
-  /** Least amount per payment (payment.amount_range.min), null when none. */
-  min_amount: number | null
-  /** Cap on the sum of payments (payment.budget.max; max_amount when there is no budget). */
-  budget_amount: number
-  /** payment.agent_recurrence.max_occurrences; null: no cap on the count. */
-  max_uses: number | null
-  /** payment.agent_recurrence; null when absent (then any number of payments within budget). */
-  recurrence: { frequency: RecurrenceFrequency, max_occurrences: number | null, window: string | null } | null
-  /** single_use when at most one payment may be made (max_occurrences 1), else multi_use. */
-  usage: 'single_use' | 'multi_use'
-  /** payment.execution_date.not_before (ISO 8601 UTC), null when none. */
-  not_before: string | null
-  /** The earliest of the token's `exp` and payment.execution_date.not_after (ISO 8601 UTC). */
-  expires_at: string
-  /** payment.allowed_payees, null when not constrained. */
-  allowed_payees: Merchant[] | null
-  /** payment.allowed_payment_instruments, null when not constrained. */
-  allowed_payment_instruments: PaymentInstrument[] | null
-  /** payment.reference.conditional_transaction_id (digest of the open Checkout Mandate), null when none. */
-  payment_reference: string | null
-  /** The public key that must sign the closed Payment Mandates (cnf.jwk). */
-  cnf_jwk: JWK
 }
 
 export interface VerifiedOpenMandate {
@@ -129,8 +79,6 @@ export interface VerifyOptions {
 export function sha256Base64Url(text: string): string {
   return Buffer.from(digest(text, 'sha-256')).toString('base64url')
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
 
 /** The JWS algorithms each key type may sign with here. */
 function algorithmsFor(jwk: JWK): string[] {
@@ -180,8 +128,10 @@ function chooseKey(header: Record<string, unknown>, keys: readonly IssuerKey[]):
   if (!key) return refuse('issuer_untrusted', `No trusted key of this account has kid '${kid}'`, 'kid')
   if (key.status !== 'active') return refuse('issuer_untrusted', `The trusted key with kid '${kid}' (${key.id}) is revoked`, 'kid')
   const alg = header.alg
-  if (typeof alg !== 'string' || !algorithmsFor(key.public_jwk).includes(alg)) {
-    return refuse('issuer_untrusted', `alg '${String(alg)}' does not fit the trusted key '${kid}' (${algorithmsFor(key.public_jwk).join(', ')})`, 'alg')
+  // A key registered with an alg signs with that one only (RFC 7517 4.4); else any its type allows.
+  const allowed = key.public_jwk.alg === undefined ? algorithmsFor(key.public_jwk) : algorithmsFor(key.public_jwk).filter((a) => a === key.public_jwk.alg)
+  if (typeof alg !== 'string' || !allowed.includes(alg)) {
+    return refuse('issuer_untrusted', `alg '${String(alg)}' does not fit the trusted key '${kid}' (${allowed.join(', ') || 'none'})`, 'alg')
   }
   return key
 }
@@ -203,27 +153,82 @@ async function verifySignature(jwt: string, key: IssuerKey, alg: string): Promis
   return refuse('mandate_malformed', 'The issuer JWT payload is not a JSON object')
 }
 
-/** Every signed digest (`_sd` members and `{"...": d}` array elements), anywhere in a value. */
-function collectDigests(value: unknown, into: string[]): void {
-  if (Array.isArray(value)) {
-    for (const item of value) {
-      if (isObject(item) && Object.keys(item).length === 1 && typeof item['...'] === 'string') into.push(item['...'])
-      else collectDigests(item, into)
+/** How deep the signed payload and its disclosures may nest (an AP2 mandate needs about 8). */
+const MAX_DEPTH = 64
+
+type Disclosure = DecodedSDJwt['disclosures'][number]
+
+/**
+ * Replaces `_sd` digests and `{"...": digest}` list elements by their disclosures, depth first from the
+ * signed payload, so that only disclosures reachable from it are read. Each digest may occur once.
+ *
+ * Withholding a disclosure is allowed outside the mandate (another delegate_payload entry) and for an
+ * entry of an `allowed` list (payees, instruments: AP2's selective disclosure, which narrows the
+ * mandate). Anywhere else inside the mandate it would loosen it (a constraint or one of its members
+ * left out), so it is refused. The mandate is the object whose `vct` is mandate.payment.open.1.
+ */
+class Unpacker {
+  readonly used = new Set<string>()
+  private readonly seen = new Set<string>()
+  constructor(private readonly byDigest: ReadonlyMap<string, Disclosure>) {}
+
+  private take(digest: unknown): Disclosure | undefined {
+    if (typeof digest !== 'string') return refuse('disclosure_invalid', 'A digest is not a string')
+    if (this.seen.has(digest)) refuse('disclosure_invalid', 'A digest appears more than once in the mandate')
+    this.seen.add(digest)
+    const found = this.byDigest.get(digest)
+    if (found) this.used.add(digest)
+    return found
+  }
+
+  private withheld(inMandate: boolean, what: string): void {
+    if (inMandate) refuse('disclosure_invalid', `The disclosure of ${what} inside the mandate is withheld: only entries of an allowed list may be`)
+  }
+
+  unpack(value: unknown, depth: number, inMandate: boolean, inAllowed = false): unknown {
+    if (depth > MAX_DEPTH) return refuse('mandate_malformed', `The mandate nests deeper than ${MAX_DEPTH} levels`)
+    if (Array.isArray(value)) {
+      const out: unknown[] = []
+      for (const item of value) {
+        if (!isObject(item) || !('...' in item)) {
+          out.push(this.unpack(item, depth + 1, inMandate))
+          continue
+        }
+        if (Object.keys(item).length !== 1) refuse('disclosure_invalid', 'A {"...": digest} list element has other members')
+        const found = this.take(item['...'])
+        if (!found) this.withheld(inMandate && !inAllowed, 'a list element')
+        else if (found.key !== undefined) refuse('disclosure_invalid', 'A named disclosure stands for a list element')
+        else out.push(this.unpack(found.value, depth + 1, inMandate))
+      }
+      return out
     }
-  } else if (isObject(value)) {
+    if (!isObject(value)) return value
+    const members: Array<[string, unknown]> = []
+    let withheld = 0
     for (const [name, member] of Object.entries(value)) {
-      if (name === '_sd' && Array.isArray(member)) {
-        for (const d of member) if (typeof d === 'string') into.push(d)
-      } else {
-        collectDigests(member, into)
+      if (name !== '_sd') {
+        members.push([name, member])
+        continue
+      }
+      if (!Array.isArray(member)) refuse('disclosure_invalid', '_sd must be an array of digests')
+      for (const digest of member as unknown[]) {
+        const found = this.take(digest)
+        if (!found) withheld += 1
+        else if (found.key === undefined || found.key === '_sd' || found.key === '...') refuse('disclosure_invalid', 'An _sd digest names a disclosure that is not a member')
+        else members.push([found.key, found.value])
       }
     }
+    if (new Set(members.map(([name]) => name)).size !== members.length) refuse('disclosure_invalid', 'A disclosed member repeats another member')
+    const mandateHere = inMandate || members.some(([name, v]) => name === 'vct' && v === OPEN_MANDATE_VCT)
+    if (withheld > 0) this.withheld(mandateHere, 'a member')
+    // fromEntries defines own members, so a member named __proto__ stays data.
+    return Object.fromEntries(members.map(([name, v]) => [name, this.unpack(v, depth + 1, mandateHere, name === 'allowed')]))
   }
 }
 
-/** Decodes the disclosures and unpacks the payload; every disclosure must be referenced once, by a signed digest or another disclosure's. */
+/** Decodes the disclosures and unpacks the payload; every disclosure must be reached once from the signed payload. */
 async function disclose(token: string, payload: Record<string, unknown>): Promise<Record<string, unknown>> {
-  const sdAlg = payload._sd_alg ?? 'sha-256'
+  const { _sd_alg: sdAlg = 'sha-256', ...signed } = payload
   if (sdAlg !== 'sha-256') refuse('disclosure_invalid', `_sd_alg '${String(sdAlg)}' is not supported (sha-256 only)`, '_sd_alg')
   let decoded: DecodedSDJwt
   try {
@@ -231,24 +236,14 @@ async function disclose(token: string, payload: Record<string, unknown>): Promis
   } catch {
     return refuse('disclosure_invalid', 'A disclosure is not base64url JSON of [salt, value] or [salt, name, value]')
   }
-  const digests = decoded.disclosures.map((d) => d._digest!)
-  if (new Set(digests).size !== digests.length) refuse('disclosure_invalid', 'The same disclosure is presented twice')
+  const byDigest = new Map(decoded.disclosures.map((d) => [d._digest!, d]))
+  if (byDigest.size !== decoded.disclosures.length) refuse('disclosure_invalid', 'The same disclosure is presented twice')
 
-  const referenced: string[] = []
-  collectDigests(payload, referenced)
-  for (const d of decoded.disclosures) collectDigests(d.value, referenced)
-  if (new Set(referenced).size !== referenced.length) refuse('disclosure_invalid', 'A digest appears more than once in the mandate')
-  const known = new Set(referenced)
-  const stray = decoded.disclosures.findIndex((d) => !known.has(d._digest!))
+  const unpacker = new Unpacker(byDigest)
+  const claims = unpacker.unpack(signed, 0, false) as Record<string, unknown>
+  const stray = decoded.disclosures.findIndex((d) => !unpacker.used.has(d._digest!))
   if (stray >= 0) refuse('disclosure_invalid', `Disclosure ${stray + 1} is not referenced by the signed mandate (changed or foreign)`)
-
-  try {
-    const { unpackedObj } = await unpack(payload, decoded.disclosures, digest)
-    if (isObject(unpackedObj)) return unpackedObj
-  } catch {
-    // refused below
-  }
-  return refuse('disclosure_invalid', 'The disclosures do not unpack into the mandate')
+  return claims
 }
 
 function findMandate(claims: Record<string, unknown>): Record<string, unknown> {
@@ -264,9 +259,14 @@ function findMandate(claims: Record<string, unknown>): Record<string, unknown> {
   return candidates[0]!
 }
 
+/** 9999-12-31T23:59:59Z is the last second a date-time (and toISOString) can hold with four digits. */
+const EPOCH_END = 253402300800
+
 const epoch = (value: unknown, name: string): number | undefined => {
   if (value === undefined) return undefined
-  if (typeof value !== 'number' || !Number.isInteger(value)) return refuse('mandate_malformed', `${name} must be an integer Unix time`, name)
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0 || value >= EPOCH_END) {
+    return refuse('mandate_malformed', `${name} must be an integer Unix time from 0 to ${EPOCH_END - 1}`, name)
+  }
   return value
 }
 
@@ -274,9 +274,12 @@ function checkTimes(claims: Record<string, unknown>, mandate: Record<string, unk
   const nowSeconds = Math.floor(now.getTime() / 1000)
   const iats = [epoch(claims.iat, 'iat'), epoch(mandate.iat, 'iat')].filter((v) => v !== undefined)
   const exps = [epoch(claims.exp, 'exp'), epoch(mandate.exp, 'exp')].filter((v) => v !== undefined)
+  const nbfs = [epoch(claims.nbf, 'nbf'), epoch(mandate.nbf, 'nbf')].filter((v) => v !== undefined)
   const iat = iats.length ? Math.max(...iats) : undefined
   const exp = exps.length ? Math.min(...exps) : undefined
   if (iat !== undefined && iat > nowSeconds + leeway) refuse('mandate_not_yet_valid', `The mandate is issued in the future (iat ${iat})`, 'iat')
+  const nbf = nbfs.length ? Math.max(...nbfs) : undefined
+  if (nbf !== undefined && nbf > nowSeconds + leeway) refuse('mandate_not_yet_valid', `The mandate is not valid before ${new Date(nbf * 1000).toISOString()}`, 'nbf')
   if (exp !== undefined && exp <= nowSeconds) refuse('mandate_expired', `The mandate expired at ${new Date(exp * 1000).toISOString()}`, 'exp')
   return { iat, exp }
 }
@@ -297,149 +300,6 @@ async function checkCnf(mandate: Record<string, unknown>): Promise<JWK> {
   return y === undefined ? { kty, crv, x } : { kty, crv, x, y }
 }
 
-const minorAmount = (value: unknown, type: string, member: string): number => {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
-    return refuse('constraint_invalid', `${type}.${member} must be a non-negative integer in minor units (AP2 #339)`, type)
-  }
-  return value
-}
-
-const currencyOf = (value: unknown, type: string): string => {
-  const code = typeof value === 'string' && value.length === 3 ? normalizeCurrency(value) : undefined
-  if (code === undefined || code !== value) return refuse('constraint_invalid', `${type}.currency must be an ISO 4217 code`, type)
-  return code
-}
-
-function isoTime(value: unknown, type: string, member: string): number | undefined {
-  if (value === undefined) return undefined
-  const at = typeof value === 'string' ? Date.parse(value) : Number.NaN
-  if (Number.isNaN(at)) return refuse('constraint_invalid', `${type}.${member} must be an ISO 8601 date-time`, type)
-  return at
-}
-
-function listOf<T>(value: unknown, type: string, required: readonly string[]): T[] {
-  if (!Array.isArray(value)) return refuse('constraint_invalid', `${type}.allowed must be an array`, type)
-  for (const item of value) {
-    if (!isObject(item) || required.some((m) => typeof item[m] !== 'string')) {
-      return refuse('constraint_invalid', `each of ${type}.allowed needs ${required.join(' and ')} (undisclosed entries are left out)`, type)
-    }
-  }
-  return value as T[]
-}
-
-interface Mapped {
-  currency?: string
-  range?: { max: number, min: number | null }
-  budget?: number
-  recurrence?: OpenMandateDraft['recurrence']
-  notBefore?: number
-  notAfter?: number
-  payees?: Merchant[]
-  instruments?: PaymentInstrument[]
-  reference?: string
-}
-
-function mapConstraints(mandate: Record<string, unknown>): Mapped {
-  const list = mandate.constraints ?? []
-  if (!Array.isArray(list)) return refuse('mandate_malformed', 'constraints must be an array', 'constraints')
-  const out: Mapped = {}
-  const seen = new Set<string>()
-  const sameCurrency = (code: string, type: string) => {
-    if (out.currency !== undefined && out.currency !== code) refuse('constraint_invalid', `${type}.currency ${code} differs from ${out.currency}`, type)
-    out.currency = code
-  }
-  for (const c of list) {
-    if (!isObject(c) || typeof c.type !== 'string') return refuse('constraint_invalid', 'Every constraint is an object with a string type', 'constraints')
-    const type = c.type
-    if (seen.has(type)) refuse('constraint_invalid', `${type} appears more than once`, type)
-    seen.add(type)
-    switch (type) {
-      case 'payment.amount_range': {
-        sameCurrency(currencyOf(c.currency, type), type)
-        const max = minorAmount(c.max, type, 'max')
-        const min = c.min === undefined ? null : minorAmount(c.min, type, 'min')
-        if (max === 0) refuse('constraint_invalid', `${type}.max must be above 0`, type)
-        if (min !== null && min > max) refuse('constraint_invalid', `${type}.min is above its max`, type)
-        out.range = { max, min }
-        break
-      }
-      case 'payment.budget': {
-        sameCurrency(currencyOf(c.currency, type), type)
-        const max = minorAmount(c.max, type, 'max')
-        if (max === 0) refuse('constraint_invalid', `${type}.max must be above 0`, type)
-        out.budget = max
-        break
-      }
-      case 'payment.agent_recurrence': {
-        const frequency = c.frequency
-        if (typeof frequency !== 'string' || !(RECURRENCE_FREQUENCIES as readonly string[]).includes(frequency)) {
-          return refuse('constraint_invalid', `${type}.frequency must be one of ${RECURRENCE_FREQUENCIES.join(', ')}`, type)
-        }
-        let max: number | null = null
-        if (c.max_occurrences !== undefined) {
-          if (typeof c.max_occurrences !== 'number' || !Number.isSafeInteger(c.max_occurrences) || c.max_occurrences < 1) {
-            return refuse('constraint_invalid', `${type}.max_occurrences must be a positive integer`, type)
-          }
-          max = c.max_occurrences
-        }
-        const f = frequency as RecurrenceFrequency
-        out.recurrence = { frequency: f, max_occurrences: max, window: FREQUENCY_WINDOW[f] }
-        break
-      }
-      case 'payment.execution_date': {
-        const notBefore = isoTime(c.not_before, type, 'not_before')
-        const notAfter = isoTime(c.not_after, type, 'not_after')
-        if (notBefore !== undefined && notAfter !== undefined && notBefore > notAfter) refuse('constraint_invalid', `${type}.not_before is after not_after`, type)
-        if (notBefore !== undefined) out.notBefore = notBefore
-        if (notAfter !== undefined) out.notAfter = notAfter
-        break
-      }
-      case 'payment.allowed_payees':
-        out.payees = listOf<Merchant>(c.allowed, type, ['id', 'name'])
-        break
-      case 'payment.allowed_payment_instruments':
-        out.instruments = listOf<PaymentInstrument>(c.allowed, type, ['id', 'type'])
-        break
-      case 'payment.reference':
-        if (typeof c.conditional_transaction_id !== 'string' || c.conditional_transaction_id.length === 0) {
-          return refuse('constraint_invalid', `${type}.conditional_transaction_id must be a string`, type)
-        }
-        out.reference = c.conditional_transaction_id
-        break
-      default:
-        // payment.allowed_pisps among them: Wishpay initiates no payment through a PISP, so it cannot evaluate it.
-        return refuse('constraint_unsupported', `Constraint type '${type}' is not supported; AP2 requires an unknown constraint to fail`, type)
-    }
-  }
-  return out
-}
-
-function toDraft(m: Mapped, exp: number | undefined, cnf: JWK): OpenMandateDraft {
-  const cap = m.range?.max ?? m.budget
-  if (cap === undefined || m.currency === undefined) {
-    return refuse('mandate_unbounded', 'The mandate bounds no amount: it needs payment.amount_range or payment.budget', 'constraints')
-  }
-  const ends = [exp === undefined ? undefined : exp * 1000, m.notAfter].filter((v) => v !== undefined)
-  if (ends.length === 0) return refuse('mandate_unbounded', 'The mandate never ends: it needs exp or payment.execution_date.not_after', 'exp')
-  const budget = m.budget ?? cap
-  const maxUses = m.recurrence?.max_occurrences ?? null
-  return {
-    protocol: 'ap2',
-    currency: m.currency,
-    max_amount: Math.min(cap, budget),
-    min_amount: m.range?.min ?? null,
-    budget_amount: budget,
-    max_uses: maxUses,
-    recurrence: m.recurrence ?? null,
-    usage: maxUses === 1 ? 'single_use' : 'multi_use',
-    not_before: m.notBefore === undefined ? null : new Date(m.notBefore).toISOString(),
-    expires_at: new Date(Math.min(...ends)).toISOString(),
-    allowed_payees: m.payees ?? null,
-    allowed_payment_instruments: m.instruments ?? null,
-    payment_reference: m.reference ?? null,
-    cnf_jwk: cnf,
-  }
-}
 
 /**
  * Verifies an open Payment Mandate against the account's trusted keys and maps it to a draft.
