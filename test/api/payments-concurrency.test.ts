@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
-import { randomUUID } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
-import { type Response, startTestApp, type TestAccount, type TestApp } from '../helpers/app.js'
+import { type Response, startTestApp, type TestApp } from '../helpers/app.js'
 import { assertPaymentError } from '../helpers/assertions.js'
-import { createMandate, getData, getMandate } from '../helpers/fixtures.js'
+import { createMandate } from '../helpers/fixtures.js'
+import { getPayment, holding, pay, payRaw, paymentRows, refundRaw } from '../helpers/payments.js'
 import { storeKinds } from '../helpers/stores.js'
 
 /**
@@ -23,38 +23,11 @@ for (const kind of storeKinds()) {
     before(async () => { t = await startTestApp(kind, { SANDBOX_SETTLEMENT_DELAY_MS: String(SETTLE_MS), RATE_LIMIT_PER_SECOND: '100000' }) })
     after(async () => { await t.close() })
 
-    const mandate = (a: TestAccount, body: Record<string, unknown> = {}) => createMandate(t, a, body)
-    const get = (a: TestAccount, id: string) => getData(a, `/payments/${id}`)
-
-    function payRaw(a: TestAccount, body: Record<string, unknown>): Promise<Response> {
-      return a.request('POST', '/payments', { idempotency_key: randomUUID(), ...body })
-    }
-
-    async function pay(a: TestAccount, body: Record<string, unknown>): Promise<any> {
-      const res = await payRaw(a, body)
-      assert.equal(res.status, 201, res.raw)
-      return res.body.data
-    }
-
-    function refundRaw(a: TestAccount, paymentId: string, body: Record<string, unknown> = {}): Promise<Response> {
-      return a.request('POST', `/payments/${paymentId}/refunds`, { idempotency_key: randomUUID(), ...body })
-    }
-
-    async function paymentRows(mandateId: string) {
-      return t.store.db.kysely.selectFrom('payments').selectAll().where('mandate_id', '=', mandateId).execute()
-    }
-
-    /** What a mandate holds: the parts a payment changes. */
-    async function holding(a: TestAccount, id: string) {
-      const m = await getMandate(a, id)
-      return { status: m.status, amount_used: m.amount_used, uses_count: m.uses_count }
-    }
-
     // ---------------------------------------------------------------- concurrency
 
     test('concurrency: 150 payments of 10 against a budget of 1000: exactly 100 succeed, 50 mandate_budget_exceeded', async () => {
       const a = await t.account()
-      const m = await mandate(a, { usage: 'multi_use', max_amount: 10, budget_amount: 1000 })
+      const m = await createMandate(t, a, { usage: 'multi_use', max_amount: 10, budget_amount: 1000 })
       const answers = await Promise.all(Array.from({ length: 150 }, () => payRaw(a, { mandate_id: m.id, amount: 10 })))
       const ok = answers.filter((r) => r.status === 201)
       const refused = answers.filter((r) => r.status !== 201)
@@ -64,26 +37,26 @@ for (const kind of storeKinds()) {
       for (const r of refused) assertPaymentError(r, 'mandate_budget_exceeded')
       assert.equal(new Set(ok.map((r) => r.body.data.id)).size, 100)
       assert.deepEqual(await holding(a, m.id), { status: 'active', amount_used: 1000, uses_count: 100 })
-      const rows = await paymentRows(m.id)
+      const rows = await paymentRows(t, m.id)
       assert.equal(rows.length, 100)
       assert.equal(rows.reduce((sum, r) => sum + r.amount, 0), 1000)
     })
 
     test('concurrency: 20 payments on a single_use mandate: exactly one succeeds, the rest mandate_consumed', async () => {
       const a = await t.account()
-      const m = await mandate(a, { max_amount: 500 })
+      const m = await createMandate(t, a, { max_amount: 500 })
       const answers = await Promise.all(Array.from({ length: 20 }, () => payRaw(a, { mandate_id: m.id, amount: 500 })))
       const ok = answers.filter((r) => r.status === 201)
       assert.equal(ok.length, 1, `statuses: ${JSON.stringify(tally(answers))}`)
       assert.equal(ok[0]!.body.data.status, 'succeeded')
       for (const r of answers.filter((x) => x.status !== 201)) assertPaymentError(r, 'mandate_consumed')
       assert.deepEqual(await holding(a, m.id), { status: 'consumed', amount_used: 500, uses_count: 1 })
-      assert.equal((await paymentRows(m.id)).length, 1)
+      assert.equal((await paymentRows(t, m.id)).length, 1)
     })
 
     test('concurrency: 20 refunds of 100 on a payment of 1000: exactly 10 succeed, the rest 422', async () => {
       const a = await t.account()
-      const m = await mandate(a, { max_amount: 1000 })
+      const m = await createMandate(t, a, { max_amount: 1000 })
       const p = await pay(a, { mandate_id: m.id, amount: 1000 })
       const answers = await Promise.all(Array.from({ length: 20 }, () => refundRaw(a, p.id, { amount: 100 })))
       const ok = answers.filter((r) => r.status === 201)
@@ -94,7 +67,7 @@ for (const kind of storeKinds()) {
         assert.equal(r.body.error.type, 'payment_error')
         assert.ok(['payment_not_refundable', 'refund_exceeds_payment'].includes(r.body.error.code), r.raw)
       }
-      const after = await get(a, p.id)
+      const after = await getPayment(a, p.id)
       assert.equal(after.amount_refunded, 1000)
       assert.equal(after.status, 'refunded')
       const refunds = await t.store.db.kysely.selectFrom('refunds').selectAll().where('payment_id', '=', p.id).execute()
@@ -104,18 +77,18 @@ for (const kind of storeKinds()) {
 
     test('concurrency: 20 refunds of 300 on a payment of 1000: exactly 3 succeed, the rest refund_exceeds_payment', async () => {
       const a = await t.account()
-      const m = await mandate(a, { max_amount: 1000 })
+      const m = await createMandate(t, a, { max_amount: 1000 })
       const p = await pay(a, { mandate_id: m.id, amount: 1000 })
       const answers = await Promise.all(Array.from({ length: 20 }, () => refundRaw(a, p.id, { amount: 300 })))
       assert.equal(answers.filter((r) => r.status === 201).length, 3, `statuses: ${JSON.stringify(tally(answers))}`)
       for (const r of answers.filter((x) => x.status !== 201)) assertPaymentError(r, 'refund_exceeds_payment')
-      const after = await get(a, p.id)
+      const after = await getPayment(a, p.id)
       assert.equal(after.amount_refunded, 900)
       assert.equal(after.status, 'succeeded')
       const rest = await refundRaw(a, p.id)
       assert.equal(rest.status, 201, rest.raw)
       assert.equal(rest.body.data.amount, 100)
-      assert.equal((await get(a, p.id)).status, 'refunded')
+      assert.equal((await getPayment(a, p.id)).status, 'refunded')
     })
   })
 }

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
-import { type Response, startTestApp, type TestAccount, type TestApp } from '../helpers/app.js'
+import { startTestApp, type TestApp } from '../helpers/app.js'
 import { assertEnvelopeHeaders, assertError, assertInvalid, assertPaymentError, ISO_MS } from '../helpers/assertions.js'
-import { createMandate, createWish, getData, getList, getMandate, inFuture } from '../helpers/fixtures.js'
+import { createMandate, createWish, inFuture } from '../helpers/fixtures.js'
+import { getPayment, holding, listPayments, pay, payRaw, paymentRows } from '../helpers/payments.js'
 import { storeKinds } from '../helpers/stores.js'
 
 /**
@@ -24,36 +25,12 @@ for (const kind of storeKinds()) {
     before(async () => { t = await startTestApp(kind, { SANDBOX_SETTLEMENT_DELAY_MS: String(SETTLE_MS), RATE_LIMIT_PER_SECOND: '100000' }) })
     after(async () => { await t.close() })
 
-    const mandate = (a: TestAccount, body: Record<string, unknown> = {}) => createMandate(t, a, body)
-    const get = (a: TestAccount, id: string) => getData(a, `/payments/${id}`)
-    const list = (a: TestAccount, qs = '') => getList(a, `/payments${qs}`)
-
-    function payRaw(a: TestAccount, body: Record<string, unknown>): Promise<Response> {
-      return a.request('POST', '/payments', { idempotency_key: randomUUID(), ...body })
-    }
-
-    async function pay(a: TestAccount, body: Record<string, unknown>): Promise<any> {
-      const res = await payRaw(a, body)
-      assert.equal(res.status, 201, res.raw)
-      return res.body.data
-    }
-
-    async function paymentRows(mandateId: string) {
-      return t.store.db.kysely.selectFrom('payments').selectAll().where('mandate_id', '=', mandateId).execute()
-    }
-
-    /** What a mandate holds: the parts a payment changes. */
-    async function holding(a: TestAccount, id: string) {
-      const m = await getMandate(a, id)
-      return { status: m.status, amount_used: m.amount_used, uses_count: m.uses_count }
-    }
-
     // ---------------------------------------------------------------- create
 
     test('POST /payments 201: full shape; protocol_type and wish_id come from the mandate', async () => {
       const a = await t.account()
       const wish = await createWish(a, { query: 'a kettle', protocol: 'acp', budget: { max: 100, currency: 'USD' } })
-      const m = await mandate(a, { protocol: 'acp', wish_id: wish.id, max_amount: 5000 })
+      const m = await createMandate(t, a, { protocol: 'acp', wish_id: wish.id, max_amount: 5000 })
       const before = t.clock.now().toISOString()
       const res = await payRaw(a, { mandate_id: m.id, amount: 2500, currency: 'usd', metadata: { order: 'A-1' } })
       const afterIso = t.clock.now().toISOString()
@@ -81,10 +58,10 @@ for (const kind of storeKinds()) {
         created_at: p.created_at,
         updated_at: p.updated_at,
       })
-      assert.deepEqual(await get(a, p.id), p, 'what was stored is what was returned')
+      assert.deepEqual(await getPayment(a, p.id), p, 'what was stored is what was returned')
       assert.deepEqual(await holding(a, m.id), { status: 'consumed', amount_used: 2500, uses_count: 1 })
 
-      const plain = await mandate(a, { usage: 'multi_use', budget_amount: 10_000 })
+      const plain = await createMandate(t, a, { usage: 'multi_use', budget_amount: 10_000 })
       const q = await pay(a, { mandate_id: plain.id, amount: 1 })
       assert.equal(q.wish_id, null)
       assert.equal(q.protocol_type, 'ap2')
@@ -95,16 +72,16 @@ for (const kind of storeKinds()) {
       assert.equal((await pay(a, { mandate_id: plain.id, amount: 3, currency: 'uSd' })).currency, 'USD')
       assert.deepEqual(await holding(a, plain.id), { status: 'active', amount_used: 6, uses_count: 3 })
 
-      const eur = await mandate(a, { currency: 'EUR' })
+      const eur = await createMandate(t, a, { currency: 'EUR' })
       assert.equal((await pay(a, { mandate_id: eur.id, amount: 100, currency: 'eur' })).currency, 'EUR')
 
-      const top = await mandate(a, { max_amount: 1e12 })
+      const top = await createMandate(t, a, { max_amount: 1e12 })
       assert.equal((await pay(a, { mandate_id: top.id, amount: 1e12 })).amount, 1e12, '10^12 is accepted')
     })
 
     test('POST /payments validation: amount, payment_method, currency, members; nothing is charged', async () => {
       const a = await t.account()
-      const m = await mandate(a, { usage: 'multi_use', max_amount: 1e12, budget_amount: 1e12 })
+      const m = await createMandate(t, a, { usage: 'multi_use', max_amount: 1e12, budget_amount: 1e12 })
       const cases: Array<[string, Record<string, unknown>, string, string]> = [
         ['amount missing', { mandate_id: m.id }, 'amount', 'parameter_missing'],
         ['amount 0', { mandate_id: m.id, amount: 0 }, 'amount', 'parameter_invalid'],
@@ -126,16 +103,16 @@ for (const kind of storeKinds()) {
         const res = await payRaw(a, body)
         assert.doesNotThrow(() => assertInvalid(res, param, code), `${name}: ${res.raw}`)
       }
-      assert.equal((await list(a)).meta.total, 0)
+      assert.equal((await listPayments(a)).meta.total, 0)
       assert.deepEqual(await holding(a, m.id), { status: 'active', amount_used: 0, uses_count: 0 })
     })
 
     test('POST /payments with a read key: 403 insufficient_scope', async () => {
       const a = await t.account()
-      const m = await mandate(a)
+      const m = await createMandate(t, a)
       const res = await a.request('POST', '/payments', { mandate_id: m.id, amount: 100, idempotency_key: randomUUID() }, { key: a.readKey })
       assertError(res, 403, 'permission_error', 'insufficient_scope')
-      assert.equal((await list(a)).meta.total, 0)
+      assert.equal((await listPayments(a)).meta.total, 0)
       assert.deepEqual(await holding(a, m.id), { status: 'active', amount_used: 0, uses_count: 0 })
     })
 
@@ -146,35 +123,35 @@ for (const kind of storeKinds()) {
       const b = await t.account()
       assertPaymentError(await payRaw(a, { mandate_id: 'mdt_01aaaaaaaaaaaaaaaaaaaaaaaa', amount: 100 }), 'mandate_not_found')
       assertPaymentError(await payRaw(a, { mandate_id: 'nope', amount: 100 }), 'mandate_not_found')
-      const theirs = await mandate(b)
+      const theirs = await createMandate(t, b)
       assertPaymentError(await payRaw(a, { mandate_id: theirs.id, amount: 100 }), 'mandate_not_found')
       assert.deepEqual(await holding(b, theirs.id), { status: 'active', amount_used: 0, uses_count: 0 })
-      assert.equal((await list(a)).meta.total, 0)
-      assert.equal((await list(b)).meta.total, 0)
+      assert.equal((await listPayments(a)).meta.total, 0)
+      assert.equal((await listPayments(b)).meta.total, 0)
     })
 
     test('422 mandate_revoked', async () => {
       const a = await t.account()
-      const m = await mandate(a, { usage: 'multi_use', budget_amount: 10_000 })
+      const m = await createMandate(t, a, { usage: 'multi_use', budget_amount: 10_000 })
       await pay(a, { mandate_id: m.id, amount: 100 })
       assert.equal((await a.request('POST', `/mandates/${m.id}/revoke`, {})).status, 200)
       assertPaymentError(await payRaw(a, { mandate_id: m.id, amount: 100 }), 'mandate_revoked')
       assert.deepEqual(await holding(a, m.id), { status: 'revoked', amount_used: 100, uses_count: 1 })
-      assert.equal((await paymentRows(m.id)).length, 1)
+      assert.equal((await paymentRows(t, m.id)).length, 1)
     })
 
     test('422 mandate_expired', async () => {
       const a = await t.account()
-      const m = await mandate(a, { expires_at: inFuture(t, 1000) })
+      const m = await createMandate(t, a, { expires_at: inFuture(t, 1000) })
       t.clock.advance(1500)
       assertPaymentError(await payRaw(a, { mandate_id: m.id, amount: 100 }), 'mandate_expired')
       assert.deepEqual(await holding(a, m.id), { status: 'expired', amount_used: 0, uses_count: 0 })
-      assert.equal((await paymentRows(m.id)).length, 0)
+      assert.equal((await paymentRows(t, m.id)).length, 0)
     })
 
     test('422 mandate_not_yet_valid before not_before; pays once it is reached', async () => {
       const a = await t.account()
-      const m = await mandate(a, { not_before: inFuture(t, 60_000) })
+      const m = await createMandate(t, a, { not_before: inFuture(t, 60_000) })
       assertPaymentError(await payRaw(a, { mandate_id: m.id, amount: 100 }), 'mandate_not_yet_valid')
       assert.deepEqual(await holding(a, m.id), { status: 'active', amount_used: 0, uses_count: 0 })
       t.clock.advance(61_000)
@@ -183,28 +160,28 @@ for (const kind of storeKinds()) {
 
     test('422 mandate_consumed: a second payment on a single_use mandate after a success', async () => {
       const a = await t.account()
-      const m = await mandate(a)
+      const m = await createMandate(t, a)
       const first = await pay(a, { mandate_id: m.id, amount: 100 })
       assert.equal(first.status, 'succeeded')
       assertPaymentError(await payRaw(a, { mandate_id: m.id, amount: 100 }), 'mandate_consumed')
       assertPaymentError(await payRaw(a, { mandate_id: m.id, amount: 1 }), 'mandate_consumed')
       assert.deepEqual(await holding(a, m.id), { status: 'consumed', amount_used: 100, uses_count: 1 })
-      assert.equal((await paymentRows(m.id)).length, 1)
+      assert.equal((await paymentRows(t, m.id)).length, 1)
     })
 
     test('422 currency_mismatch', async () => {
       const a = await t.account()
-      const m = await mandate(a)
+      const m = await createMandate(t, a)
       assertPaymentError(await payRaw(a, { mandate_id: m.id, amount: 100, currency: 'EUR' }), 'currency_mismatch')
-      const jpy = await mandate(a, { currency: 'JPY' })
+      const jpy = await createMandate(t, a, { currency: 'JPY' })
       assertPaymentError(await payRaw(a, { mandate_id: jpy.id, amount: 100 }), 'currency_mismatch')
       assert.deepEqual(await holding(a, m.id), { status: 'active', amount_used: 0, uses_count: 0 })
-      assert.equal((await list(a)).meta.total, 0)
+      assert.equal((await listPayments(a)).meta.total, 0)
     })
 
     test('422 amount_exceeds_mandate: amount above max_amount', async () => {
       const a = await t.account()
-      const m = await mandate(a, { max_amount: 500, budget_amount: 5000, usage: 'multi_use' })
+      const m = await createMandate(t, a, { max_amount: 500, budget_amount: 5000, usage: 'multi_use' })
       assertPaymentError(await payRaw(a, { mandate_id: m.id, amount: 501 }), 'amount_exceeds_mandate')
       assert.equal((await pay(a, { mandate_id: m.id, amount: 500 })).status, 'succeeded')
       assert.deepEqual(await holding(a, m.id), { status: 'active', amount_used: 500, uses_count: 1 })
@@ -212,40 +189,40 @@ for (const kind of storeKinds()) {
 
     test('422 mandate_budget_exceeded: amount_used + amount above budget_amount', async () => {
       const a = await t.account()
-      const m = await mandate(a, { max_amount: 500, budget_amount: 800, usage: 'multi_use' })
+      const m = await createMandate(t, a, { max_amount: 500, budget_amount: 800, usage: 'multi_use' })
       await pay(a, { mandate_id: m.id, amount: 500 })
       assertPaymentError(await payRaw(a, { mandate_id: m.id, amount: 301 }), 'mandate_budget_exceeded')
       assert.deepEqual(await holding(a, m.id), { status: 'active', amount_used: 500, uses_count: 1 })
       await pay(a, { mandate_id: m.id, amount: 300 })
       assertPaymentError(await payRaw(a, { mandate_id: m.id, amount: 1 }), 'mandate_budget_exceeded')
       assert.deepEqual(await holding(a, m.id), { status: 'active', amount_used: 800, uses_count: 2 })
-      assert.equal((await paymentRows(m.id)).length, 2)
+      assert.equal((await paymentRows(t, m.id)).length, 2)
     })
 
     test('when several rules fail, the earliest in the contract\'s order is reported', async () => {
       const a = await t.account()
       const b = await t.account()
       // Every other rule broken too: another account's revoked mandate is still not found.
-      const theirs = await mandate(b, { max_amount: 100 })
+      const theirs = await createMandate(t, b, { max_amount: 100 })
       assert.equal((await b.request('POST', `/mandates/${theirs.id}/revoke`, {})).status, 200)
       assertPaymentError(await payRaw(a, { mandate_id: theirs.id, amount: 500, currency: 'EUR' }), 'mandate_not_found')
 
       // revoked before expired, currency and amount
-      const revoked = await mandate(a, { max_amount: 100, expires_at: inFuture(t, 1000) })
+      const revoked = await createMandate(t, a, { max_amount: 100, expires_at: inFuture(t, 1000) })
       assert.equal((await a.request('POST', `/mandates/${revoked.id}/revoke`, {})).status, 200)
       // revoked before not yet valid
-      const revokedEarly = await mandate(a, { not_before: inFuture(t, 60_000) })
+      const revokedEarly = await createMandate(t, a, { not_before: inFuture(t, 60_000) })
       assert.equal((await a.request('POST', `/mandates/${revokedEarly.id}/revoke`, {})).status, 200)
       assertPaymentError(await payRaw(a, { mandate_id: revokedEarly.id, amount: 100 }), 'mandate_revoked')
       // not yet valid before currency and amount
-      const early = await mandate(a, { max_amount: 100, not_before: inFuture(t, 30_000) })
+      const early = await createMandate(t, a, { max_amount: 100, not_before: inFuture(t, 30_000) })
       assertPaymentError(await payRaw(a, { mandate_id: early.id, amount: 500, currency: 'EUR' }), 'mandate_not_yet_valid')
       // consumed before currency and amount
-      const consumed = await mandate(a, { max_amount: 100 })
+      const consumed = await createMandate(t, a, { max_amount: 100 })
       await pay(a, { mandate_id: consumed.id, amount: 100 })
       assertPaymentError(await payRaw(a, { mandate_id: consumed.id, amount: 500, currency: 'EUR' }), 'mandate_consumed')
       // currency before amount and budget
-      const used = await mandate(a, { max_amount: 500, budget_amount: 600, usage: 'multi_use' })
+      const used = await createMandate(t, a, { max_amount: 500, budget_amount: 600, usage: 'multi_use' })
       await pay(a, { mandate_id: used.id, amount: 500 })
       assertPaymentError(await payRaw(a, { mandate_id: used.id, amount: 501, currency: 'EUR' }), 'currency_mismatch')
       // amount before budget (501 > max 500, and 500 + 501 > 600)
@@ -253,7 +230,7 @@ for (const kind of storeKinds()) {
       assertPaymentError(await payRaw(a, { mandate_id: used.id, amount: 101 }), 'mandate_budget_exceeded')
 
       // expired before currency, amount and budget
-      const expiring = await mandate(a, { max_amount: 100, expires_at: inFuture(t, 1000) })
+      const expiring = await createMandate(t, a, { max_amount: 100, expires_at: inFuture(t, 1000) })
       t.clock.advance(1500)
       assertPaymentError(await payRaw(a, { mandate_id: expiring.id, amount: 500, currency: 'EUR' }), 'mandate_expired')
       // still revoked once its time has passed too

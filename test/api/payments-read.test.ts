@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
-import { randomUUID } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
-import { type Response, startTestApp, type TestAccount, type TestApp } from '../helpers/app.js'
+import { startTestApp, type TestApp } from '../helpers/app.js'
 import { assertInvalid, assertNotFound, ids, newestFirst } from '../helpers/assertions.js'
-import { createMandate, createWish, getData, getList } from '../helpers/fixtures.js'
+import { createMandate, createWish } from '../helpers/fixtures.js'
+import { getPayment, listPayments, pay } from '../helpers/payments.js'
 import { storeKinds } from '../helpers/stores.js'
 
 /**
@@ -23,26 +23,12 @@ for (const kind of storeKinds()) {
     before(async () => { t = await startTestApp(kind, { SANDBOX_SETTLEMENT_DELAY_MS: String(SETTLE_MS), RATE_LIMIT_PER_SECOND: '100000' }) })
     after(async () => { await t.close() })
 
-    const mandate = (a: TestAccount, body: Record<string, unknown> = {}) => createMandate(t, a, body)
-    const get = (a: TestAccount, id: string) => getData(a, `/payments/${id}`)
-    const list = (a: TestAccount, qs = '') => getList(a, `/payments${qs}`)
-
-    function payRaw(a: TestAccount, body: Record<string, unknown>): Promise<Response> {
-      return a.request('POST', '/payments', { idempotency_key: randomUUID(), ...body })
-    }
-
-    async function pay(a: TestAccount, body: Record<string, unknown>): Promise<any> {
-      const res = await payRaw(a, body)
-      assert.equal(res.status, 201, res.raw)
-      return res.body.data
-    }
-
     // ---------------------------------------------------------------- read
 
     test('GET /payments/:id 200; unknown and another account\'s 404', async () => {
       const a = await t.account()
       const b = await t.account()
-      const m = await mandate(a)
+      const m = await createMandate(t, a)
       const p = await pay(a, { mandate_id: m.id, amount: 100 })
       const res = await a.request('GET', `/payments/${p.id}`)
       assert.equal(res.status, 200, res.raw)
@@ -55,42 +41,42 @@ for (const kind of storeKinds()) {
     test('GET /payments: newest first, meta, filters status, mandate_id and wish_id; bad filters 400', async () => {
       const a = await t.account()
       const b = await t.account()
-      const theirs = await mandate(b)
+      const theirs = await createMandate(t, b)
       await pay(b, { mandate_id: theirs.id, amount: 1 })
       const wish = await createWish(a, { query: 'a kettle' })
-      const m1 = await mandate(a, { usage: 'multi_use', budget_amount: 50_000, wish_id: wish.id })
-      const m2 = await mandate(a, { usage: 'multi_use', budget_amount: 50_000 })
+      const m1 = await createMandate(t, a, { usage: 'multi_use', budget_amount: 50_000, wish_id: wish.id })
+      const m2 = await createMandate(t, a, { usage: 'multi_use', budget_amount: 50_000 })
       const made: any[] = []
       const methods = ['card', 'test_card_declined', 'wallet', 'bank_transfer', 'card', 'test_insufficient_funds']
       for (let i = 0; i < methods.length; i++) {
         if (i % 2 === 0) t.clock.advance(1000)
         made.push(await pay(a, { mandate_id: i < 3 ? m1.id : m2.id, amount: 100 + i, payment_method: methods[i] }))
       }
-      const all = await list(a)
+      const all = await listPayments(a)
       assert.deepEqual(all.meta, { total: 6, limit: 10, offset: 0 })
       assert.deepEqual(ids(all.data), ids(newestFirst(made)))
       assert.deepEqual(ids(all.data), ids([...made].reverse()))
-      assert.deepEqual(all.data[0], await get(a, made[5].id))
+      assert.deepEqual(all.data[0], await getPayment(a, made[5].id))
 
-      const page = await list(a, '?limit=2&offset=2')
+      const page = await listPayments(a, '?limit=2&offset=2')
       assert.deepEqual(page.meta, { total: 6, limit: 2, offset: 2 })
       assert.deepEqual(ids(page.data), [made[3].id, made[2].id])
 
-      const succeeded = await list(a, '?status=succeeded')
+      const succeeded = await listPayments(a, '?status=succeeded')
       assert.deepEqual(ids(succeeded.data), [made[4].id, made[2].id, made[0].id])
       assert.equal(succeeded.meta.total, 3)
-      assert.deepEqual(ids((await list(a, '?status=failed')).data), [made[5].id, made[1].id])
-      assert.deepEqual(ids((await list(a, '?status=pending')).data), [made[3].id])
-      assert.deepEqual((await list(a, '?status=refunded')).meta.total, 0)
+      assert.deepEqual(ids((await listPayments(a, '?status=failed')).data), [made[5].id, made[1].id])
+      assert.deepEqual(ids((await listPayments(a, '?status=pending')).data), [made[3].id])
+      assert.deepEqual((await listPayments(a, '?status=refunded')).meta.total, 0)
 
-      assert.deepEqual(ids((await list(a, `?mandate_id=${m1.id}`)).data), [made[2].id, made[1].id, made[0].id])
-      assert.deepEqual(ids((await list(a, `?mandate_id=${m2.id}`)).data), [made[5].id, made[4].id, made[3].id])
-      assert.deepEqual(ids((await list(a, `?mandate_id=${m2.id}&status=failed`)).data), [made[5].id])
-      const byWish = await list(a, `?wish_id=${wish.id}`)
+      assert.deepEqual(ids((await listPayments(a, `?mandate_id=${m1.id}`)).data), [made[2].id, made[1].id, made[0].id])
+      assert.deepEqual(ids((await listPayments(a, `?mandate_id=${m2.id}`)).data), [made[5].id, made[4].id, made[3].id])
+      assert.deepEqual(ids((await listPayments(a, `?mandate_id=${m2.id}&status=failed`)).data), [made[5].id])
+      const byWish = await listPayments(a, `?wish_id=${wish.id}`)
       assert.deepEqual(byWish.meta, { total: 3, limit: 10, offset: 0 })
       assert.deepEqual(ids(byWish.data), [made[2].id, made[1].id, made[0].id])
       for (const p of byWish.data) assert.equal(p.wish_id, wish.id)
-      assert.deepEqual(await list(a, `?mandate_id=${theirs.id}`), { data: [], meta: { total: 0, limit: 10, offset: 0 } })
+      assert.deepEqual(await listPayments(a, `?mandate_id=${theirs.id}`), { data: [], meta: { total: 0, limit: 10, offset: 0 } })
 
       assertInvalid(await a.request('GET', '/payments?status=bogus'), 'status')
       assertInvalid(await a.request('GET', '/payments?status=SUCCEEDED'), 'status')

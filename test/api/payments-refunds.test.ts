@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
-import { randomUUID } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
-import { type Response, startTestApp, type TestAccount, type TestApp } from '../helpers/app.js'
+import { startTestApp, type TestApp } from '../helpers/app.js'
 import { assertInvalid, assertNotFound, assertPaymentError, ISO_MS, requestIdOf } from '../helpers/assertions.js'
-import { createMandate, eventsOf, getData, getMandate } from '../helpers/fixtures.js'
+import { createMandate, eventsOf } from '../helpers/fixtures.js'
+import { getPayment, holding, pay, payRaw, refundRaw } from '../helpers/payments.js'
 import { storeKinds } from '../helpers/stores.js'
 
 /**
@@ -24,34 +24,11 @@ for (const kind of storeKinds()) {
     before(async () => { t = await startTestApp(kind, { SANDBOX_SETTLEMENT_DELAY_MS: String(SETTLE_MS), RATE_LIMIT_PER_SECOND: '100000' }) })
     after(async () => { await t.close() })
 
-    const mandate = (a: TestAccount, body: Record<string, unknown> = {}) => createMandate(t, a, body)
-    const get = (a: TestAccount, id: string) => getData(a, `/payments/${id}`)
-
-    function payRaw(a: TestAccount, body: Record<string, unknown>): Promise<Response> {
-      return a.request('POST', '/payments', { idempotency_key: randomUUID(), ...body })
-    }
-
-    async function pay(a: TestAccount, body: Record<string, unknown>): Promise<any> {
-      const res = await payRaw(a, body)
-      assert.equal(res.status, 201, res.raw)
-      return res.body.data
-    }
-
-    function refundRaw(a: TestAccount, paymentId: string, body: Record<string, unknown> = {}): Promise<Response> {
-      return a.request('POST', `/payments/${paymentId}/refunds`, { idempotency_key: randomUUID(), ...body })
-    }
-
-    /** What a mandate holds: the parts a payment changes. */
-    async function holding(a: TestAccount, id: string) {
-      const m = await getMandate(a, id)
-      return { status: m.status, amount_used: m.amount_used, uses_count: m.uses_count }
-    }
-
     // ---------------------------------------------------------------- refunds
 
     test('refunds: partial, then the rest by default; the payment becomes refunded; the mandate keeps its amount_used', async () => {
       const a = await t.account()
-      const m = await mandate(a, { max_amount: 1000 })
+      const m = await createMandate(t, a, { max_amount: 1000 })
       const p = await pay(a, { mandate_id: m.id, amount: 1000 })
 
       const first = await refundRaw(a, p.id, { amount: 300, reason: 'requested_by_customer' })
@@ -60,7 +37,7 @@ for (const kind of storeKinds()) {
       assert.match(r1.id, REFUND_ID)
       assert.match(r1.created_at, ISO_MS)
       assert.deepEqual(r1, { id: r1.id, payment_id: p.id, amount: 300, reason: 'requested_by_customer', status: 'succeeded', created_at: r1.created_at })
-      const partly = await get(a, p.id)
+      const partly = await getPayment(a, p.id)
       assert.equal(partly.status, 'succeeded')
       assert.equal(partly.amount_refunded, 300)
 
@@ -69,7 +46,7 @@ for (const kind of storeKinds()) {
       assert.equal(second.status, 201, second.raw)
       const r2 = second.body.data
       assert.deepEqual(r2, { id: r2.id, payment_id: p.id, amount: 700, reason: null, status: 'succeeded', created_at: r2.created_at })
-      const full = await get(a, p.id)
+      const full = await getPayment(a, p.id)
       assert.equal(full.status, 'refunded')
       assert.equal(full.amount_refunded, 1000)
       assert.deepEqual(full, { ...p, status: 'refunded', amount_refunded: 1000, updated_at: full.updated_at })
@@ -98,7 +75,7 @@ for (const kind of storeKinds()) {
 
     test('refunds: multi_use mandate budget is not given back by a refund', async () => {
       const a = await t.account()
-      const m = await mandate(a, { usage: 'multi_use', max_amount: 1000, budget_amount: 1000 })
+      const m = await createMandate(t, a, { usage: 'multi_use', max_amount: 1000, budget_amount: 1000 })
       const p = await pay(a, { mandate_id: m.id, amount: 1000 })
       assert.equal((await refundRaw(a, p.id)).status, 201)
       assert.deepEqual(await holding(a, m.id), { status: 'active', amount_used: 1000, uses_count: 1 })
@@ -108,7 +85,7 @@ for (const kind of storeKinds()) {
     test('refunds: 422 payment_not_refundable for failed and pending payments; 422 refund_exceeds_payment; 404 unknown', async () => {
       const a = await t.account()
       const b = await t.account()
-      const m = await mandate(a, { usage: 'multi_use', max_amount: 5000, budget_amount: 50_000 })
+      const m = await createMandate(t, a, { usage: 'multi_use', max_amount: 5000, budget_amount: 50_000 })
       const failed = await pay(a, { mandate_id: m.id, amount: 100, payment_method: 'test_card_declined' })
       assertPaymentError(await refundRaw(a, failed.id), 'payment_not_refundable')
       assertPaymentError(await refundRaw(a, failed.id, { amount: 50 }), 'payment_not_refundable')
@@ -122,7 +99,7 @@ for (const kind of storeKinds()) {
       const ok = await refundRaw(a, p.id, { amount: 400 })
       assert.equal(ok.status, 201, ok.raw)
       assert.equal(ok.body.data.amount, 400)
-      const after = await get(a, p.id)
+      const after = await getPayment(a, p.id)
       assert.equal(after.status, 'refunded')
       assert.equal(after.amount_refunded, 1000)
 
@@ -135,7 +112,7 @@ for (const kind of storeKinds()) {
       assertNotFound(await refundRaw(b, q.id, { amount: 10 }))
       assertNotFound(await b.request('GET', `/payments/${q.id}/refunds`))
       assertNotFound(await a.request('GET', '/payments/pay_01aaaaaaaaaaaaaaaaaaaaaaaa/refunds'))
-      assert.equal((await get(a, q.id)).amount_refunded, 0)
+      assert.equal((await getPayment(a, q.id)).amount_refunded, 0)
 
       const none = await a.request('GET', `/payments/${q.id}/refunds`)
       assert.equal(none.status, 200, none.raw)

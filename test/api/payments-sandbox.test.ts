@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
-import { randomUUID } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
-import { type Response, startTestApp, type TestAccount, type TestApp } from '../helpers/app.js'
+import { startTestApp, type TestApp } from '../helpers/app.js'
 import { assertPaymentError, ISO_MS, requestIdOf } from '../helpers/assertions.js'
-import { createMandate, eventsOf, getData, getMandate } from '../helpers/fixtures.js'
+import { createMandate, eventsOf, getMandate } from '../helpers/fixtures.js'
+import { getPayment, holding, pay, payRaw, refundRaw } from '../helpers/payments.js'
 import { storeKinds } from '../helpers/stores.js'
 
 /**
@@ -23,34 +23,11 @@ for (const kind of storeKinds()) {
     before(async () => { t = await startTestApp(kind, { SANDBOX_SETTLEMENT_DELAY_MS: String(SETTLE_MS), RATE_LIMIT_PER_SECOND: '100000' }) })
     after(async () => { await t.close() })
 
-    const mandate = (a: TestAccount, body: Record<string, unknown> = {}) => createMandate(t, a, body)
-    const get = (a: TestAccount, id: string) => getData(a, `/payments/${id}`)
-
-    function payRaw(a: TestAccount, body: Record<string, unknown>): Promise<Response> {
-      return a.request('POST', '/payments', { idempotency_key: randomUUID(), ...body })
-    }
-
-    async function pay(a: TestAccount, body: Record<string, unknown>): Promise<any> {
-      const res = await payRaw(a, body)
-      assert.equal(res.status, 201, res.raw)
-      return res.body.data
-    }
-
-    function refundRaw(a: TestAccount, paymentId: string, body: Record<string, unknown> = {}): Promise<Response> {
-      return a.request('POST', `/payments/${paymentId}/refunds`, { idempotency_key: randomUUID(), ...body })
-    }
-
-    /** What a mandate holds: the parts a payment changes. */
-    async function holding(a: TestAccount, id: string) {
-      const m = await getMandate(a, id)
-      return { status: m.status, amount_used: m.amount_used, uses_count: m.uses_count }
-    }
-
     // ---------------------------------------------------------------- sandbox processor
 
     test('sandbox: card and wallet succeed; declines are 201 failed with their failure_code', async () => {
       const a = await t.account()
-      const m = await mandate(a, { usage: 'multi_use', max_amount: 1000, budget_amount: 10_000 })
+      const m = await createMandate(t, a, { usage: 'multi_use', max_amount: 1000, budget_amount: 10_000 })
       const card = await pay(a, { mandate_id: m.id, amount: 100, payment_method: 'card' })
       assert.equal(card.status, 'succeeded')
       const wallet = await pay(a, { mandate_id: m.id, amount: 200, payment_method: 'wallet' })
@@ -69,7 +46,7 @@ for (const kind of storeKinds()) {
       })
       assert.equal(typeof declined.failure_message, 'string')
       assert.ok(declined.failure_message.length > 0)
-      assert.deepEqual(await get(a, declined.id), declined)
+      assert.deepEqual(await getPayment(a, declined.id), declined)
 
       const poor = await pay(a, { mandate_id: m.id, amount: 400, payment_method: 'test_insufficient_funds' })
       assert.equal(poor.status, 'failed')
@@ -88,7 +65,7 @@ for (const kind of storeKinds()) {
 
     test('sandbox: a declined payment releases its hold; a single_use mandate still pays after a decline', async () => {
       const a = await t.account()
-      const m = await mandate(a, { max_amount: 1000 })
+      const m = await createMandate(t, a, { max_amount: 1000 })
       for (const method of ['test_card_declined', 'test_insufficient_funds']) {
         const failed = await pay(a, { mandate_id: m.id, amount: 1000, payment_method: method })
         assert.equal(failed.status, 'failed')
@@ -105,7 +82,7 @@ for (const kind of storeKinds()) {
 
     test('sandbox: bank_transfer is pending, then processing, then succeeded after the settlement delay', async () => {
       const a = await t.account()
-      const m = await mandate(a, { max_amount: 2000 })
+      const m = await createMandate(t, a, { max_amount: 2000 })
       const created = await payRaw(a, { mandate_id: m.id, amount: 1500, payment_method: 'bank_transfer' })
       assert.equal(created.status, 201, created.raw)
       const p = created.body.data
@@ -119,17 +96,17 @@ for (const kind of storeKinds()) {
       assertPaymentError(await refundRaw(a, p.id), 'payment_not_refundable')
 
       await t.jobs.runOnce()
-      const processing = await get(a, p.id)
+      const processing = await getPayment(a, p.id)
       assert.equal(processing.status, 'processing')
       assertPaymentError(await refundRaw(a, p.id), 'payment_not_refundable')
 
       t.clock.advance(SETTLE_MS / 2)
       await t.jobs.runOnce()
-      assert.equal((await get(a, p.id)).status, 'processing', 'not before the settlement delay')
+      assert.equal((await getPayment(a, p.id)).status, 'processing', 'not before the settlement delay')
 
       t.clock.advance(SETTLE_MS / 2)
       await t.jobs.runOnce()
-      const done = await get(a, p.id)
+      const done = await getPayment(a, p.id)
       assert.deepEqual(done, { ...p, status: 'succeeded', updated_at: done.updated_at })
       assert.ok(done.updated_at > p.updated_at)
       assert.deepEqual(await holding(a, m.id), { status: 'consumed', amount_used: 1500, uses_count: 1 })
@@ -144,21 +121,21 @@ for (const kind of storeKinds()) {
       // Further passes change nothing.
       t.clock.advance(SETTLE_MS * 5)
       await t.jobs.runOnce()
-      assert.deepEqual(await get(a, p.id), done)
+      assert.deepEqual(await getPayment(a, p.id), done)
       assert.equal((await eventsOf(t, a.id, p.id)).length, 3)
     })
 
     test('sandbox: test_bank_transfer_failed ends failed and releases the hold', async () => {
       const a = await t.account()
-      const m = await mandate(a, { max_amount: 2000 })
+      const m = await createMandate(t, a, { max_amount: 2000 })
       const p = await pay(a, { mandate_id: m.id, amount: 700, payment_method: 'test_bank_transfer_failed' })
       assert.equal(p.status, 'pending')
       assert.deepEqual(await holding(a, m.id), { status: 'active', amount_used: 700, uses_count: 1 })
       await t.jobs.runOnce()
-      assert.equal((await get(a, p.id)).status, 'processing')
+      assert.equal((await getPayment(a, p.id)).status, 'processing')
       t.clock.advance(SETTLE_MS)
       await t.jobs.runOnce()
-      const done = await get(a, p.id)
+      const done = await getPayment(a, p.id)
       assert.equal(done.status, 'failed')
       assert.equal(typeof done.failure_code, 'string')
       assert.ok(done.failure_code.length > 0)
@@ -177,7 +154,7 @@ for (const kind of storeKinds()) {
 
     test('events: payment.created then payment.succeeded, and mandate.consumed, with request ids', async () => {
       const a = await t.account()
-      const m = await mandate(a)
+      const m = await createMandate(t, a)
       const res = await payRaw(a, { mandate_id: m.id, amount: 999 })
       assert.equal(res.status, 201, res.raw)
       const p = res.body.data
@@ -193,7 +170,7 @@ for (const kind of storeKinds()) {
       assert.deepEqual(mandateEvents.map((e) => e.type), ['mandate.created', 'mandate.consumed'])
       assert.deepEqual(mandateEvents[1]!.data.object, await getMandate(a, m.id))
       // A multi_use mandate is never consumed.
-      const multi = await mandate(a, { usage: 'multi_use', budget_amount: 5000 })
+      const multi = await createMandate(t, a, { usage: 'multi_use', budget_amount: 5000 })
       await pay(a, { mandate_id: multi.id, amount: 5000 })
       assert.deepEqual((await eventsOf(t, a.id, multi.id)).map((e) => e.type), ['mandate.created'])
       assert.equal((await getMandate(a, multi.id)).status, 'active')
