@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.js'
+import { startTestApp, type TestApp } from '../helpers/app.js'
 import { assertEnvelopeHeaders, assertError, assertInvalid, ISO_MS, requestIdOf } from '../helpers/assertions.js'
-import { countEvents, createWish, getData, getList, inFuture } from '../helpers/fixtures.js'
+import { countEvents, createWish, inFuture } from '../helpers/fixtures.js'
+import { getWish, listWishes } from '../helpers/wishes.js'
 import { storeKinds } from '../helpers/stores.js'
 
 /**
@@ -17,10 +18,6 @@ for (const kind of storeKinds()) {
     let t: TestApp
     before(async () => { t = await startTestApp(kind) })
     after(async () => { await t.close() })
-
-    const create = (a: TestAccount, body: Record<string, unknown> = { query: 'a kettle' }) => createWish(a, body)
-    const get = (a: TestAccount, id: string) => getData(a, `/wishes/${id}`)
-    const list = (a: TestAccount, qs = '') => getList(a, `/wishes${qs}`)
 
     // ---------------------------------------------------------------- create
 
@@ -55,12 +52,12 @@ for (const kind of storeKinds()) {
         updated_at: w.created_at,
       })
       // What was stored is what was returned.
-      assert.deepEqual(await get(a, w.id), w)
+      assert.deepEqual(await getWish(a, w.id), w)
     })
 
     test('POST /wishes defaults: budget null, protocol ap2, category null, metadata {}, expires_at null', async () => {
       const a = await t.account()
-      const w = await create(a, { query: 'a kettle' })
+      const w = await createWish(a, { query: 'a kettle' })
       assert.deepEqual(w, {
         id: w.id,
         status: 'active',
@@ -74,9 +71,9 @@ for (const kind of storeKinds()) {
         updated_at: w.created_at,
       })
       assert.match(w.created_at, ISO_MS)
-      const other = await create(a, { query: 'a kettle' })
+      const other = await createWish(a, { query: 'a kettle' })
       assert.notEqual(other.id, w.id)
-      const explicitNulls = await create(a, { query: 'x', budget: null, category: null, expires_at: null })
+      const explicitNulls = await createWish(a, { query: 'x', budget: null, category: null, expires_at: null })
       assert.equal(explicitNulls.budget, null)
       assert.equal(explicitNulls.category, null)
       assert.equal(explicitNulls.expires_at, null)
@@ -84,19 +81,19 @@ for (const kind of storeKinds()) {
 
     test('POST /wishes budget: currency defaults to USD and is upper-cased; max may be absent', async () => {
       const a = await t.account()
-      assert.deepEqual((await create(a, { query: 'q', budget: { currency: 'eur' } })).budget, { max: null, currency: 'EUR' })
-      assert.deepEqual((await create(a, { query: 'q', budget: { max: 50 } })).budget, { max: 50, currency: 'USD' })
-      assert.deepEqual((await create(a, { query: 'q', budget: { max: 0, currency: 'GBP' } })).budget, { max: 0, currency: 'GBP' })
-      assert.deepEqual((await create(a, { query: 'q', budget: { max: 1000, currency: 'jpy' } })).budget, { max: 1000, currency: 'JPY' })
-      assert.deepEqual((await create(a, { query: 'q', budget: { max: 1.234, currency: 'KWD' } })).budget, { max: 1.234, currency: 'KWD' })
+      assert.deepEqual((await createWish(a, { query: 'q', budget: { currency: 'eur' } })).budget, { max: null, currency: 'EUR' })
+      assert.deepEqual((await createWish(a, { query: 'q', budget: { max: 50 } })).budget, { max: 50, currency: 'USD' })
+      assert.deepEqual((await createWish(a, { query: 'q', budget: { max: 0, currency: 'GBP' } })).budget, { max: 0, currency: 'GBP' })
+      assert.deepEqual((await createWish(a, { query: 'q', budget: { max: 1000, currency: 'jpy' } })).budget, { max: 1000, currency: 'JPY' })
+      assert.deepEqual((await createWish(a, { query: 'q', budget: { max: 1.234, currency: 'KWD' } })).budget, { max: 1.234, currency: 'KWD' })
     })
 
     test('POST /wishes protocol: auto -> ap2 by default, explicit ap2 and acp kept', async () => {
       const a = await t.account()
-      assert.equal((await create(a, { query: 'q', protocol: 'auto' })).protocol, 'ap2')
-      assert.equal((await create(a, { query: 'q' })).protocol, 'ap2')
-      assert.equal((await create(a, { query: 'q', protocol: 'acp' })).protocol, 'acp')
-      assert.equal((await create(a, { query: 'q', protocol: 'ap2' })).protocol, 'ap2')
+      assert.equal((await createWish(a, { query: 'q', protocol: 'auto' })).protocol, 'ap2')
+      assert.equal((await createWish(a, { query: 'q' })).protocol, 'ap2')
+      assert.equal((await createWish(a, { query: 'q', protocol: 'acp' })).protocol, 'acp')
+      assert.equal((await createWish(a, { query: 'q', protocol: 'ap2' })).protocol, 'ap2')
     })
 
     test('POST /wishes protocol: auto resolves through DEFAULT_PROTOCOL', async () => {
@@ -118,21 +115,21 @@ for (const kind of storeKinds()) {
 
     test('POST /wishes expires_at in the future is stored as UTC with milliseconds', async () => {
       const a = await t.account()
-      const w = await create(a, { query: 'q', expires_at: '2099-01-01T12:00:00+02:00' })
+      const w = await createWish(a, { query: 'q', expires_at: '2099-01-01T12:00:00+02:00' })
       assert.equal(w.expires_at, '2099-01-01T10:00:00.000Z')
       assert.equal(w.status, 'active')
       const soon = inFuture(t, 3_600_000)
-      assert.equal((await create(a, { query: 'q', expires_at: soon })).expires_at, soon)
+      assert.equal((await createWish(a, { query: 'q', expires_at: soon })).expires_at, soon)
     })
 
     test('POST /wishes accepts the upper bounds', async () => {
       const a = await t.account()
-      assert.equal((await create(a, { query: 'x'.repeat(2000) })).query, 'x'.repeat(2000))
-      assert.equal((await create(a, { query: 'q', category: 'c'.repeat(100) })).category, 'c'.repeat(100))
+      assert.equal((await createWish(a, { query: 'x'.repeat(2000) })).query, 'x'.repeat(2000))
+      assert.equal((await createWish(a, { query: 'q', category: 'c'.repeat(100) })).category, 'c'.repeat(100))
       const fifty = Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`k${i}`, `v${i}`]))
-      assert.deepEqual((await create(a, { query: 'q', metadata: fifty })).metadata, fifty)
+      assert.deepEqual((await createWish(a, { query: 'q', metadata: fifty })).metadata, fifty)
       const wide = { ['k'.repeat(40)]: 'v'.repeat(500) }
-      assert.deepEqual((await create(a, { query: 'q', metadata: wide })).metadata, wide)
+      assert.deepEqual((await createWish(a, { query: 'q', metadata: wide })).metadata, wide)
     })
 
     test('POST /wishes validation: each bad member is a 400 naming it, and nothing is created', async () => {
@@ -178,7 +175,7 @@ for (const kind of storeKinds()) {
       }
       const past = new Date(t.clock.now().getTime() - 1000).toISOString()
       assertInvalid(await a.request('POST', '/wishes', { query: 'q', expires_at: past }), 'expires_at')
-      const listed = await list(a)
+      const listed = await listWishes(a)
       assert.equal(listed.meta.total, 0)
       assert.equal(await countEvents(t, a.id), 0)
     })
@@ -208,7 +205,7 @@ for (const kind of storeKinds()) {
         extra: 'parameter_unknown',
       })
       for (const e of error.errors) assert.equal(typeof e.message, 'string')
-      assert.equal((await list(a)).meta.total, 0)
+      assert.equal((await listWishes(a)).meta.total, 0)
     })
 
     test('POST /wishes validation: errors also lists failures found beyond the schema (currency, decimals, past expiry)', async () => {
@@ -228,7 +225,7 @@ for (const kind of storeKinds()) {
         Object.fromEntries(e2.errors.map((e: any) => [e.param, e.code])),
         { query: 'parameter_missing', 'budget.currency': 'parameter_invalid' },
       )
-      assert.equal((await list(a)).meta.total, 0)
+      assert.equal((await listWishes(a)).meta.total, 0)
     })
 
     test('POST /wishes body rules: malformed JSON 400 invalid_json, other media type 415', async () => {
@@ -242,7 +239,7 @@ for (const kind of storeKinds()) {
         await a.request('POST', '/wishes', JSON.stringify({ query: 'x'.repeat(1024 * 1024 + 10) })),
         413, 'invalid_request_error', 'payload_too_large',
       )
-      assert.equal((await list(a)).meta.total, 0)
+      assert.equal((await listWishes(a)).meta.total, 0)
     })
   })
 }

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.js'
+import { startTestApp, type TestApp } from '../helpers/app.js'
 import { ISO_MS, requestIdOf } from '../helpers/assertions.js'
-import { countEvents, createWish, eventsOf, getData } from '../helpers/fixtures.js'
+import { countEvents, eventsOf } from '../helpers/fixtures.js'
+import { getWish, wishIn } from '../helpers/wishes.js'
 import { storeKinds } from '../helpers/stores.js'
 
 /**
@@ -10,29 +11,11 @@ import { storeKinds } from '../helpers/stores.js'
  * with the error envelope of section 2. This file: the events each create, update and delete writes.
  */
 
-type Status = 'active' | 'pending' | 'fulfilled' | 'cancelled' | 'expired'
-
 for (const kind of storeKinds()) {
   describe(`wishes: events (${kind.name})`, () => {
     let t: TestApp
     before(async () => { t = await startTestApp(kind) })
     after(async () => { await t.close() })
-
-    const create = (a: TestAccount, body: Record<string, unknown> = { query: 'a kettle' }) => createWish(a, body)
-    const get = (a: TestAccount, id: string) => getData(a, `/wishes/${id}`)
-
-    async function update(a: TestAccount, id: string, body: Record<string, unknown>): Promise<any> {
-      const res = await a.request('PUT', `/wishes/${id}`, body)
-      assert.equal(res.status, 200, res.raw)
-      return res.body.data
-    }
-
-    /** A wish in the given status, reached through the API (expired by PUT). */
-    async function wishIn(a: TestAccount, status: Status, body: Record<string, unknown> = { query: 'a kettle' }): Promise<any> {
-      const wish = await create(a, body)
-      if (status === 'active') return wish
-      return update(a, wish.id, { status })
-    }
 
     // ---------------------------------------------------------------- events
 
@@ -64,7 +47,7 @@ for (const kind of storeKinds()) {
       assert.equal((await a.request('PUT', `/wishes/${w.id}`, { query: '' })).status, 400)
       assert.equal((await eventsOf(t, a.id, w.id)).length, 2)
 
-      const last = await get(a, w.id)
+      const last = await getWish(a, w.id)
       const deleted = await a.request('DELETE', `/wishes/${w.id}`)
       assert.equal(deleted.status, 204)
       events = await eventsOf(t, a.id, w.id)

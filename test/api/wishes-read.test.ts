@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.js'
+import { startTestApp, type TestApp } from '../helpers/app.js'
 import { assertEnvelopeHeaders, assertInvalid, assertNotFound, ids, newestFirst, PAGING_QUERY_CASES } from '../helpers/assertions.js'
-import { createWish, getData, getList } from '../helpers/fixtures.js'
+import { createWish } from '../helpers/fixtures.js'
+import { getWish, listWishes, wishIn } from '../helpers/wishes.js'
 import { storeKinds } from '../helpers/stores.js'
 
 /**
@@ -10,36 +11,17 @@ import { storeKinds } from '../helpers/stores.js'
  * with the error envelope of section 2. This file: reading a wish and listing wishes (GET /wishes/:id, GET /wishes).
  */
 
-type Status = 'active' | 'pending' | 'fulfilled' | 'cancelled' | 'expired'
-
 for (const kind of storeKinds()) {
   describe(`wishes: read and list (${kind.name})`, () => {
     let t: TestApp
     before(async () => { t = await startTestApp(kind) })
     after(async () => { await t.close() })
 
-    const create = (a: TestAccount, body: Record<string, unknown> = { query: 'a kettle' }) => createWish(a, body)
-    const get = (a: TestAccount, id: string) => getData(a, `/wishes/${id}`)
-    const list = (a: TestAccount, qs = '') => getList(a, `/wishes${qs}`)
-
-    async function update(a: TestAccount, id: string, body: Record<string, unknown>): Promise<any> {
-      const res = await a.request('PUT', `/wishes/${id}`, body)
-      assert.equal(res.status, 200, res.raw)
-      return res.body.data
-    }
-
-    /** A wish in the given status, reached through the API (expired by PUT). */
-    async function wishIn(a: TestAccount, status: Status, body: Record<string, unknown> = { query: 'a kettle' }): Promise<any> {
-      const wish = await create(a, body)
-      if (status === 'active') return wish
-      return update(a, wish.id, { status })
-    }
-
     // ---------------------------------------------------------------- read
 
     test('GET /wishes/:id 200 {data}; unknown id 404 resource_missing', async () => {
       const a = await t.account()
-      const w = await create(a, { query: 'a kettle', metadata: { a: '1' } })
+      const w = await createWish(a, { query: 'a kettle', metadata: { a: '1' } })
       const res = await a.request('GET', `/wishes/${w.id}`)
       assert.equal(res.status, 200)
       assertEnvelopeHeaders(res)
@@ -55,36 +37,36 @@ for (const kind of storeKinds()) {
       const created: any[] = []
       for (let i = 0; i < 12; i++) {
         if (i % 3 === 0) t.clock.advance(1000)
-        created.push(await create(a, { query: `wish ${i}` }))
+        created.push(await createWish(a, { query: `wish ${i}` }))
       }
       const expected = newestFirst(created)
       assert.deepEqual(ids(expected), ids([...created].reverse()), 'newest first is reverse creation order')
 
-      const first = await list(a)
+      const first = await listWishes(a)
       assert.deepEqual(first.meta, { total: 12, limit: 10, offset: 0 })
       assert.deepEqual(ids(first.data), ids(expected.slice(0, 10)))
-      assert.deepEqual(first.data[0], await get(a, expected[0].id), 'list items are full wishes')
+      assert.deepEqual(first.data[0], await getWish(a, expected[0].id), 'list items are full wishes')
 
       const pages: string[] = []
       for (const offset of [0, 5, 10]) {
-        const page = await list(a, `?limit=5&offset=${offset}`)
+        const page = await listWishes(a, `?limit=5&offset=${offset}`)
         assert.deepEqual(page.meta, { total: 12, limit: 5, offset })
         pages.push(...ids(page.data))
       }
       assert.deepEqual(pages, ids(expected))
 
-      assert.deepEqual((await list(a, '?limit=100')).meta, { total: 12, limit: 100, offset: 0 })
-      assert.equal((await list(a, '?limit=100')).data.length, 12)
-      assert.deepEqual(ids((await list(a, '?limit=1')).data), [expected[0].id])
-      const beyond = await list(a, '?offset=12')
+      assert.deepEqual((await listWishes(a, '?limit=100')).meta, { total: 12, limit: 100, offset: 0 })
+      assert.equal((await listWishes(a, '?limit=100')).data.length, 12)
+      assert.deepEqual(ids((await listWishes(a, '?limit=1')).data), [expected[0].id])
+      const beyond = await listWishes(a, '?offset=12')
       assert.deepEqual(beyond, { data: [], meta: { total: 12, limit: 10, offset: 12 } })
     })
 
     test('GET /wishes ties on created_at are broken by id desc', async () => {
       const a = await t.account()
       const created: any[] = []
-      for (let i = 0; i < 6; i++) created.push(await create(a, { query: `w${i}` }))
-      const listed = await list(a)
+      for (let i = 0; i < 6; i++) created.push(await createWish(a, { query: `w${i}` }))
+      const listed = await listWishes(a)
       assert.deepEqual(ids(listed.data), ids(newestFirst(created)))
       assert.deepEqual(ids(listed.data), ids([...created].reverse()))
     })
@@ -96,25 +78,25 @@ for (const kind of storeKinds()) {
       const cancelled = [await wishIn(a, 'cancelled')]
       const fulfilled = [await wishIn(a, 'fulfilled')]
 
-      const p = await list(a, '?status=pending')
+      const p = await listWishes(a, '?status=pending')
       assert.deepEqual(p.meta, { total: 3, limit: 10, offset: 0 })
       assert.deepEqual(ids(p.data), ids(newestFirst(pending)))
       for (const w of p.data) assert.equal(w.status, 'pending')
 
-      const pPage = await list(a, '?status=pending&limit=1&offset=1')
+      const pPage = await listWishes(a, '?status=pending&limit=1&offset=1')
       assert.deepEqual(pPage.meta, { total: 3, limit: 1, offset: 1 })
       assert.deepEqual(ids(pPage.data), [newestFirst(pending)[1]!.id])
 
-      assert.deepEqual(ids((await list(a, '?status=active')).data), ids(newestFirst(active)))
-      assert.deepEqual(ids((await list(a, '?status=cancelled')).data), ids(cancelled))
-      assert.deepEqual(ids((await list(a, '?status=fulfilled')).data), ids(fulfilled))
-      assert.deepEqual(await list(a, '?status=expired'), { data: [], meta: { total: 0, limit: 10, offset: 0 } })
-      assert.equal((await list(a)).meta.total, 7)
+      assert.deepEqual(ids((await listWishes(a, '?status=active')).data), ids(newestFirst(active)))
+      assert.deepEqual(ids((await listWishes(a, '?status=cancelled')).data), ids(cancelled))
+      assert.deepEqual(ids((await listWishes(a, '?status=fulfilled')).data), ids(fulfilled))
+      assert.deepEqual(await listWishes(a, '?status=expired'), { data: [], meta: { total: 0, limit: 10, offset: 0 } })
+      assert.equal((await listWishes(a)).meta.total, 7)
     })
 
     test('GET /wishes invalid query parameters are 400', async () => {
       const a = await t.account()
-      await create(a)
+      await createWish(a)
       const cases: Array<[string, string, string]> = [
         ['?status=foo', 'status', 'parameter_invalid'],
         ['?status=ACTIVE', 'status', 'parameter_invalid'],

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.js'
+import { startTestApp, type TestApp } from '../helpers/app.js'
 import { API_VERSION, assertError, assertInvalid, ids, ISO_MS } from '../helpers/assertions.js'
-import { createWish, eventsOf, getData, getList, inFuture } from '../helpers/fixtures.js'
+import { createWish, eventsOf, inFuture } from '../helpers/fixtures.js'
+import { getWish, listWishes, updateWish, wishIn } from '../helpers/wishes.js'
 import { storeKinds } from '../helpers/stores.js'
 
 /**
@@ -27,28 +28,11 @@ for (const kind of storeKinds()) {
     before(async () => { t = await startTestApp(kind) })
     after(async () => { await t.close() })
 
-    const create = (a: TestAccount, body: Record<string, unknown> = { query: 'a kettle' }) => createWish(a, body)
-    const get = (a: TestAccount, id: string) => getData(a, `/wishes/${id}`)
-    const list = (a: TestAccount, qs = '') => getList(a, `/wishes${qs}`)
-
-    async function update(a: TestAccount, id: string, body: Record<string, unknown>): Promise<any> {
-      const res = await a.request('PUT', `/wishes/${id}`, body)
-      assert.equal(res.status, 200, res.raw)
-      return res.body.data
-    }
-
-    /** A wish in the given status, reached through the API (expired by PUT). */
-    async function wishIn(a: TestAccount, status: Status, body: Record<string, unknown> = { query: 'a kettle' }): Promise<any> {
-      const wish = await create(a, body)
-      if (status === 'active') return wish
-      return update(a, wish.id, { status })
-    }
-
     // ---------------------------------------------------------------- update
 
     test('PUT /wishes/:id is partial: only the members sent change', async () => {
       const a = await t.account()
-      const w = await create(a, {
+      const w = await createWish(a, {
         query: 'a kettle', budget: { max: 50, currency: 'EUR' }, category: 'kitchen', metadata: { a: '1' }, expires_at: '2099-01-01T00:00:00.000Z',
       })
       t.clock.advance(1000)
@@ -61,38 +45,38 @@ for (const kind of storeKinds()) {
       assert.ok(u.updated_at > w.updated_at, 'updated_at moved')
       assert.ok(u.updated_at <= t.clock.now().toISOString())
       assert.deepEqual(u, { ...w, query: 'a steel kettle', updated_at: u.updated_at })
-      assert.deepEqual(await get(a, w.id), u)
+      assert.deepEqual(await getWish(a, w.id), u)
     })
 
     test('PUT budget replaces the whole budget; null clears it', async () => {
       const a = await t.account()
-      const w = await create(a, { query: 'q', budget: { max: 50, currency: 'EUR' } })
-      assert.deepEqual((await update(a, w.id, { budget: { max: 75.5, currency: 'gbp' } })).budget, { max: 75.5, currency: 'GBP' })
-      assert.deepEqual((await update(a, w.id, { budget: { currency: 'eur' } })).budget, { max: null, currency: 'EUR' })
-      assert.deepEqual((await update(a, w.id, { budget: { max: 20 } })).budget, { max: 20, currency: 'USD' })
-      assert.equal((await update(a, w.id, { budget: null })).budget, null)
-      assert.equal((await get(a, w.id)).budget, null)
-      assert.deepEqual((await update(a, w.id, { budget: { max: 500, currency: 'JPY' } })).budget, { max: 500, currency: 'JPY' })
+      const w = await createWish(a, { query: 'q', budget: { max: 50, currency: 'EUR' } })
+      assert.deepEqual((await updateWish(a, w.id, { budget: { max: 75.5, currency: 'gbp' } })).budget, { max: 75.5, currency: 'GBP' })
+      assert.deepEqual((await updateWish(a, w.id, { budget: { currency: 'eur' } })).budget, { max: null, currency: 'EUR' })
+      assert.deepEqual((await updateWish(a, w.id, { budget: { max: 20 } })).budget, { max: 20, currency: 'USD' })
+      assert.equal((await updateWish(a, w.id, { budget: null })).budget, null)
+      assert.equal((await getWish(a, w.id)).budget, null)
+      assert.deepEqual((await updateWish(a, w.id, { budget: { max: 500, currency: 'JPY' } })).budget, { max: 500, currency: 'JPY' })
     })
 
     test('PUT metadata is merged; a key set to null is removed; null clears all', async () => {
       const a = await t.account()
-      const w = await create(a, { query: 'q', metadata: { a: '1', b: '2', n: '3' } })
-      const merged = await update(a, w.id, { metadata: { b: null, c: 'three', flag: 'false' } })
+      const w = await createWish(a, { query: 'q', metadata: { a: '1', b: '2', n: '3' } })
+      const merged = await updateWish(a, w.id, { metadata: { b: null, c: 'three', flag: 'false' } })
       assert.deepEqual(merged.metadata, { a: '1', n: '3', c: 'three', flag: 'false' })
-      assert.deepEqual((await get(a, w.id)).metadata, { a: '1', n: '3', c: 'three', flag: 'false' })
-      assert.deepEqual((await update(a, w.id, { metadata: { a: 'one' } })).metadata, { a: 'one', n: '3', c: 'three', flag: 'false' })
-      assert.deepEqual((await update(a, w.id, { metadata: null })).metadata, {})
-      assert.deepEqual((await get(a, w.id)).metadata, {})
+      assert.deepEqual((await getWish(a, w.id)).metadata, { a: '1', n: '3', c: 'three', flag: 'false' })
+      assert.deepEqual((await updateWish(a, w.id, { metadata: { a: 'one' } })).metadata, { a: 'one', n: '3', c: 'three', flag: 'false' })
+      assert.deepEqual((await updateWish(a, w.id, { metadata: null })).metadata, {})
+      assert.deepEqual((await getWish(a, w.id)).metadata, {})
     })
 
     test('PUT metadata merge may not pass 50 keys', async () => {
       const a = await t.account()
       const fifty = Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`k${i}`, 'v']))
-      const w = await create(a, { query: 'q', metadata: fifty })
+      const w = await createWish(a, { query: 'q', metadata: fifty })
       assertInvalid(await a.request('PUT', `/wishes/${w.id}`, { metadata: { extra: 'v' } }), 'metadata')
-      assert.deepEqual((await get(a, w.id)).metadata, fifty)
-      const swapped = await update(a, w.id, { metadata: { k0: null, extra: 'v' } })
+      assert.deepEqual((await getWish(a, w.id)).metadata, fifty)
+      const swapped = await updateWish(a, w.id, { metadata: { k0: null, extra: 'v' } })
       assert.equal(Object.keys(swapped.metadata).length, 50)
       assert.equal(swapped.metadata.extra, 'v')
       assert.equal(swapped.metadata.k0, undefined)
@@ -100,21 +84,21 @@ for (const kind of storeKinds()) {
 
     test('PUT category and expires_at can be set and cleared with null', async () => {
       const a = await t.account()
-      const w = await create(a, { query: 'q' })
-      assert.equal((await update(a, w.id, { category: 'books' })).category, 'books')
-      assert.equal((await update(a, w.id, { category: null })).category, null)
+      const w = await createWish(a, { query: 'q' })
+      assert.equal((await updateWish(a, w.id, { category: 'books' })).category, 'books')
+      assert.equal((await updateWish(a, w.id, { category: null })).category, null)
       const at = inFuture(t, 86_400_000)
-      assert.equal((await update(a, w.id, { expires_at: at })).expires_at, at)
-      assert.equal((await update(a, w.id, { expires_at: '2099-06-01T12:00:00+02:00' })).expires_at, '2099-06-01T10:00:00.000Z')
-      const cleared = await update(a, w.id, { expires_at: null })
+      assert.equal((await updateWish(a, w.id, { expires_at: at })).expires_at, at)
+      assert.equal((await updateWish(a, w.id, { expires_at: '2099-06-01T12:00:00+02:00' })).expires_at, '2099-06-01T10:00:00.000Z')
+      const cleared = await updateWish(a, w.id, { expires_at: null })
       assert.equal(cleared.expires_at, null)
       assert.equal(cleared.status, 'active')
-      assert.deepEqual(await get(a, w.id), cleared)
+      assert.deepEqual(await getWish(a, w.id), cleared)
     })
 
     test('PUT validation: 400 naming the member, and the wish is unchanged', async () => {
       const a = await t.account()
-      const w = await create(a, { query: 'q', budget: { max: 10, currency: 'USD' }, metadata: { a: '1' } })
+      const w = await createWish(a, { query: 'q', budget: { max: 10, currency: 'USD' }, metadata: { a: '1' } })
       const past = new Date(t.clock.now().getTime() - 1000).toISOString()
       const cases: Array<[unknown, string, string]> = [
         [{ query: '' }, 'query', 'parameter_invalid'],
@@ -140,14 +124,14 @@ for (const kind of storeKinds()) {
         const res = await a.request('PUT', `/wishes/${w.id}`, body)
         assert.doesNotThrow(() => assertInvalid(res, param, code), `${JSON.stringify(body).slice(0, 80)}: ${res.raw}`)
       }
-      assert.deepEqual(await get(a, w.id), w)
+      assert.deepEqual(await getWish(a, w.id), w)
       assert.equal((await eventsOf(t, a.id, w.id)).length, 1)
     })
 
     test('PUT updated_at moves only when something changed', async () => {
       const a = await t.account()
       const expiresAt = '2099-03-04T05:06:07.000Z'
-      const w = await create(a, {
+      const w = await createWish(a, {
         query: 'a kettle', budget: { max: 19.99, currency: 'USD' }, category: 'kitchen', metadata: { a: '1', n: '2' }, expires_at: expiresAt,
       })
       t.clock.advance(1000)
@@ -171,15 +155,15 @@ for (const kind of storeKinds()) {
         assert.equal(res.status, 200, res.raw)
         assert.deepEqual(res.body.data, w, `no-op ${JSON.stringify(body)}`)
       }
-      assert.deepEqual(await get(a, w.id), w)
+      assert.deepEqual(await getWish(a, w.id), w)
       assert.equal((await eventsOf(t, a.id, w.id)).length, 1, 'no-op updates write no event')
 
-      const changed = await update(a, w.id, { metadata: { a: '2' } })
+      const changed = await updateWish(a, w.id, { metadata: { a: '2' } })
       assert.ok(changed.updated_at > w.updated_at)
       assert.equal(changed.created_at, w.created_at)
 
       // Empty budget/category clear on a wish that has none is a no-op too.
-      const bare = await create(a, { query: 'bare' })
+      const bare = await createWish(a, { query: 'bare' })
       t.clock.advance(1000)
       for (const body of [{ budget: null }, { category: null }, { expires_at: null }, { metadata: null }]) {
         const res = await a.request('PUT', `/wishes/${bare.id}`, body)
@@ -215,7 +199,7 @@ for (const kind of storeKinds()) {
             for (const s of STATUSES) {
               if (s !== from && s !== to) assert.ok(!error.message.includes(s), `message names no allowed status: ${error.message}`)
             }
-            assert.deepEqual(await get(a, w.id), w)
+            assert.deepEqual(await getWish(a, w.id), w)
           }
         })
       }
@@ -224,8 +208,8 @@ for (const kind of storeKinds()) {
     test('a wish can go active -> pending -> active -> pending', async () => {
       const a = await t.account()
       const w = await wishIn(a, 'pending')
-      assert.equal((await update(a, w.id, { status: 'active' })).status, 'active')
-      assert.equal((await update(a, w.id, { status: 'pending' })).status, 'pending')
+      assert.equal((await updateWish(a, w.id, { status: 'active' })).status, 'active')
+      assert.equal((await updateWish(a, w.id, { status: 'pending' })).status, 'pending')
     })
 
     for (const terminal of TERMINAL) {
@@ -253,14 +237,14 @@ for (const kind of storeKinds()) {
         // A forbidden member fails the whole request: the metadata sent with it is not applied.
         const mixed = await a.request('PUT', `/wishes/${w.id}`, { query: 'another', metadata: { b: '2' } })
         assertError(mixed, 409, 'conflict_error', 'invalid_state_transition')
-        assert.deepEqual(await get(a, w.id), w)
+        assert.deepEqual(await getWish(a, w.id), w)
         assert.equal((await eventsOf(t, a.id, w.id)).length, 2, 'refused changes write no event')
 
         t.clock.advance(1000)
-        const meta = await update(a, w.id, { metadata: { b: '2', a: null } })
+        const meta = await updateWish(a, w.id, { metadata: { b: '2', a: null } })
         assert.deepEqual(meta, { ...w, metadata: { b: '2' }, updated_at: meta.updated_at })
         assert.ok(meta.updated_at > w.updated_at)
-        assert.deepEqual((await update(a, w.id, { metadata: null })).metadata, {})
+        assert.deepEqual((await updateWish(a, w.id, { metadata: null })).metadata, {})
       })
     }
 
@@ -268,33 +252,33 @@ for (const kind of storeKinds()) {
 
     test('a wish past expires_at reads expired on GET and in lists', async () => {
       const a = await t.account()
-      const lapsing = await create(a, { query: 'lapsing', expires_at: inFuture(t, 60_000) })
+      const lapsing = await createWish(a, { query: 'lapsing', expires_at: inFuture(t, 60_000) })
       const pendingLapsing = await wishIn(a, 'pending', { query: 'pending lapsing', expires_at: inFuture(t, 60_000) })
-      const lasting = await create(a, { query: 'lasting', expires_at: inFuture(t, 3_600_000) })
-      const forever = await create(a, { query: 'forever' })
+      const lasting = await createWish(a, { query: 'lasting', expires_at: inFuture(t, 3_600_000) })
+      const forever = await createWish(a, { query: 'forever' })
 
-      assert.equal((await get(a, lapsing.id)).status, 'active')
-      assert.deepEqual(ids((await list(a, '?status=active')).data), [forever.id, lasting.id, lapsing.id])
-      assert.equal((await list(a, '?status=expired')).meta.total, 0)
+      assert.equal((await getWish(a, lapsing.id)).status, 'active')
+      assert.deepEqual(ids((await listWishes(a, '?status=active')).data), [forever.id, lasting.id, lapsing.id])
+      assert.equal((await listWishes(a, '?status=expired')).meta.total, 0)
 
       t.clock.advance(61_000)
 
-      const read = await get(a, lapsing.id)
+      const read = await getWish(a, lapsing.id)
       assert.deepEqual(read, { ...lapsing, status: 'expired' })
-      assert.equal((await get(a, pendingLapsing.id)).status, 'expired')
-      assert.equal((await get(a, lasting.id)).status, 'active')
+      assert.equal((await getWish(a, pendingLapsing.id)).status, 'expired')
+      assert.equal((await getWish(a, lasting.id)).status, 'active')
 
-      const expired = await list(a, '?status=expired')
+      const expired = await listWishes(a, '?status=expired')
       assert.deepEqual(expired.meta, { total: 2, limit: 10, offset: 0 })
       assert.deepEqual(ids(expired.data), [pendingLapsing.id, lapsing.id])
       for (const w of expired.data) assert.equal(w.status, 'expired')
 
-      const active = await list(a, '?status=active')
+      const active = await listWishes(a, '?status=active')
       assert.deepEqual(ids(active.data), [forever.id, lasting.id])
       assert.equal(active.meta.total, 2)
-      assert.deepEqual(await list(a, '?status=pending'), { data: [], meta: { total: 0, limit: 10, offset: 0 } })
+      assert.deepEqual(await listWishes(a, '?status=pending'), { data: [], meta: { total: 0, limit: 10, offset: 0 } })
 
-      const all = await list(a)
+      const all = await listWishes(a)
       assert.equal(all.meta.total, 4)
       const statusById = Object.fromEntries(all.data.map((w: any) => [w.id, w.status]))
       assert.deepEqual(statusById, { [lapsing.id]: 'expired', [pendingLapsing.id]: 'expired', [lasting.id]: 'active', [forever.id]: 'active' })
@@ -302,9 +286,9 @@ for (const kind of storeKinds()) {
 
     test('a wish that lapsed is terminal: metadata only', async () => {
       const a = await t.account()
-      const w = await create(a, { query: 'q', category: 'c', budget: { max: 5 }, expires_at: inFuture(t, 30_000) })
+      const w = await createWish(a, { query: 'q', category: 'c', budget: { max: 5 }, expires_at: inFuture(t, 30_000) })
       t.clock.advance(31_000)
-      const lapsed = await get(a, w.id)
+      const lapsed = await getWish(a, w.id)
       assert.equal(lapsed.status, 'expired')
 
       for (const [body, param] of [
@@ -325,25 +309,25 @@ for (const kind of storeKinds()) {
       assert.equal(same.status, 200, same.raw)
       assert.deepEqual(same.body.data, lapsed)
 
-      const meta = await update(a, w.id, { metadata: { note: 'late' } })
+      const meta = await updateWish(a, w.id, { metadata: { note: 'late' } })
       assert.deepEqual(meta, { ...lapsed, metadata: { note: 'late' }, updated_at: meta.updated_at })
       assert.ok(meta.updated_at > w.updated_at)
-      assert.deepEqual(await get(a, w.id), meta)
-      assert.deepEqual(ids((await list(a, '?status=expired')).data), [w.id])
+      assert.deepEqual(await getWish(a, w.id), meta)
+      assert.deepEqual(ids((await listWishes(a, '?status=expired')).data), [w.id])
     })
 
     test('PUT expires_at on an open wish must be in the future', async () => {
       const a = await t.account()
-      const w = await create(a)
+      const w = await createWish(a)
       assertInvalid(await a.request('PUT', `/wishes/${w.id}`, { expires_at: new Date(t.clock.now().getTime() - 1).toISOString() }), 'expires_at')
-      assert.deepEqual(await get(a, w.id), w)
+      assert.deepEqual(await getWish(a, w.id), w)
     })
 
     // ---------------------------------------------------------------- concurrency
 
     test('20 concurrent PUTs adding different metadata keys lose no update', async () => {
       const a = await t.account()
-      const w = await create(a, { query: 'q', metadata: { base: 'yes' } })
+      const w = await createWish(a, { query: 'q', metadata: { base: 'yes' } })
       const responses = await Promise.all(Array.from({ length: 20 }, (_, i) =>
         a.request('PUT', `/wishes/${w.id}`, { metadata: { [`key${i}`]: `value${i}` } })))
       responses.forEach((res, i) => {
@@ -352,7 +336,7 @@ for (const kind of storeKinds()) {
         assert.equal(res.body.data.metadata.base, 'yes')
       })
       const expected = { base: 'yes', ...Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`key${i}`, `value${i}`])) }
-      const final = await get(a, w.id)
+      const final = await getWish(a, w.id)
       assert.deepEqual(final.metadata, expected)
       // Each response saw every earlier update: their key counts are 2..21, each once.
       assert.deepEqual(responses.map((r) => Object.keys(r.body.data.metadata).length).sort((x, y) => x - y),

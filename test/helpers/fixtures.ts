@@ -40,8 +40,8 @@ export function getMandate(a: TestAccount, id: string): Promise<any> {
 
 // ---------------------------------------------------------------- objects made through the API
 
-/** POST /wishes with exactly this body: it must answer 201; returns the wish. */
-export async function createWish(a: TestAccount, body: Record<string, unknown>): Promise<any> {
+/** POST /wishes with exactly this body (a kettle unless given): it must answer 201; returns the wish. */
+export async function createWish(a: TestAccount, body: Record<string, unknown> = { query: 'a kettle' }): Promise<any> {
   const res = await a.request('POST', '/wishes', body)
   assert.equal(res.status, 201, res.raw)
   return res.body.data
