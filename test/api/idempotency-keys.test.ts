@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.js'
+import { startTestApp, type TestApp } from '../helpers/app.js'
 import { assertError } from '../helpers/assertions.js'
-import { countEvents, createMandate, createSucceededPayment, DAY_MS, getMandate, inFuture } from '../helpers/fixtures.js'
-import { assertInvalidKey, assertFresh, assertReplay, keyRows, newKey } from '../helpers/idempotency.js'
+import { countEvents, DAY_MS, getMandate, inFuture } from '../helpers/fixtures.js'
+import { assertInvalidKey, assertFresh, assertReplay, keyRows, newKey, multiUseMandate, paymentCount, succeededPayment } from '../helpers/idempotency.js'
 import { storeKinds } from '../helpers/stores.js'
 
 /**
@@ -17,21 +17,11 @@ for (const kind of storeKinds()) {
     before(async () => { t = await startTestApp(kind) })
     after(async () => { await t.close() })
 
-    const mandate = (a: TestAccount, body: Record<string, unknown> = {}) => createMandate(t, a, {
-      max_amount: 1000, budget_amount: 5000, usage: 'multi_use', expires_at: inFuture(t, 30 * DAY_MS), ...body,
-    })
-    const succeededPayment = (a: TestAccount, mandateId: string, amount = 100) => createSucceededPayment(a, mandateId, amount, newKey('setup'))
-
-    async function paymentCount(accountId: string): Promise<number> {
-      const rows = await t.store.db.kysely.selectFrom('payments').select('id').where('account_id', '=', accountId).execute()
-      return rows.length
-    }
-
     // ---------------------------------------------------------------- where the key comes from
 
     test('the key from the body or the Idempotency-Key header; either one replays the other', async () => {
       const a = await t.account()
-      const m = await mandate(a)
+      const m = await multiUseMandate(t, a)
       const key = newKey()
       const first = await a.request('POST', '/payments', { mandate_id: m.id, amount: 100, idempotency_key: key })
       assertFresh(first, 201)
@@ -47,28 +37,28 @@ for (const kind of storeKinds()) {
       assert.notEqual(h1.body.data.id, first.body.data.id)
       const h2 = await a.request('POST', '/payments', { mandate_id: m.id, amount: 200, idempotency_key: headerKey })
       assertReplay(h2, h1)
-      assert.equal(await paymentCount(a.id), 2)
+      assert.equal(await paymentCount(t, a.id), 2)
     })
 
     test('header and body both present and equal: accepted as one key', async () => {
       const a = await t.account()
-      const m = await mandate(a)
+      const m = await multiUseMandate(t, a)
       const key = newKey()
       const res = await a.request('POST', '/payments', { mandate_id: m.id, amount: 100, idempotency_key: key }, { headers: { 'idempotency-key': key } })
       assertFresh(res, 201)
       const again = await a.request('POST', '/payments', { mandate_id: m.id, amount: 100, idempotency_key: key }, { headers: { 'idempotency-key': key } })
       assertReplay(again, res)
       assert.deepEqual(await keyRows(t, a.id), [key])
-      assert.equal(await paymentCount(a.id), 1)
+      assert.equal(await paymentCount(t, a.id), 1)
     })
 
     test('header and body both present and different -> 400 idempotency_key_mismatch, nothing done', async () => {
       const a = await t.account()
-      const m = await mandate(a)
+      const m = await multiUseMandate(t, a)
       const res = await a.request('POST', '/payments', { mandate_id: m.id, amount: 100, idempotency_key: newKey('body') }, { headers: { 'idempotency-key': newKey('header') } })
       assertError(res, 400, 'invalid_request_error', 'idempotency_key_mismatch', 'idempotency_key')
       assert.equal(res.headers['idempotent-replayed'], undefined)
-      assert.equal(await paymentCount(a.id), 0)
+      assert.equal(await paymentCount(t, a.id), 0)
       assert.deepEqual(await keyRows(t, a.id), [])
 
       const wish = await a.request('POST', '/wishes', { query: 'a kettle', idempotency_key: 'one' }, { headers: { 'idempotency-key': 'two' } })
@@ -77,18 +67,18 @@ for (const kind of storeKinds()) {
 
     test('no key on POST /payments -> 400 parameter_missing idempotency_key', async () => {
       const a = await t.account()
-      const m = await mandate(a)
+      const m = await multiUseMandate(t, a)
       const res = await a.request('POST', '/payments', { mandate_id: m.id, amount: 100 })
       const error = assertError(res, 400, 'invalid_request_error', 'parameter_missing', 'idempotency_key')
       assert.ok(Array.isArray(error.errors), 'errors[] present')
       assert.deepEqual(error.errors.map((e: any) => [e.param, e.code]), [['idempotency_key', 'parameter_missing']])
-      assert.equal(await paymentCount(a.id), 0)
+      assert.equal(await paymentCount(t, a.id), 0)
       assert.equal((await getMandate(a, m.id)).amount_used, 0)
     })
 
     test('no key on POST /payments/:id/refunds -> 400 parameter_missing idempotency_key', async () => {
       const a = await t.account()
-      const m = await mandate(a)
+      const m = await multiUseMandate(t, a)
       const p = await succeededPayment(a, m.id)
       const res = await a.request('POST', `/payments/${p.id}/refunds`, { amount: 50 })
       assertError(res, 400, 'invalid_request_error', 'parameter_missing', 'idempotency_key')
@@ -142,12 +132,12 @@ for (const kind of storeKinds()) {
 
     test('key format: 1..255 printable ASCII in the body; 256 chars, empty, non-ASCII, control characters -> 400', async () => {
       const a = await t.account()
-      const m = await mandate(a)
+      const m = await multiUseMandate(t, a)
       for (const bad of ['x'.repeat(256), '', 'café', 'tab\there', 'bell\u0007', 'nul\u0000', 'del\u007f', 'line\nbreak']) {
         const res = await a.request('POST', '/payments', { mandate_id: m.id, amount: 100, idempotency_key: bad })
         assertInvalidKey(res)
       }
-      assert.equal(await paymentCount(a.id), 0)
+      assert.equal(await paymentCount(t, a.id), 0)
       assert.deepEqual(await keyRows(t, a.id), [])
 
       const longest = `${'y'.repeat(254)}~`
@@ -161,7 +151,7 @@ for (const kind of storeKinds()) {
 
     test('key format: the Idempotency-Key header follows the same rule', async () => {
       const a = await t.account()
-      const m = await mandate(a)
+      const m = await multiUseMandate(t, a)
       for (const bad of ['x'.repeat(256), '', 'café', 'tab\there', 'bell\u0007']) {
         const res = await a.request('POST', '/payments', { mandate_id: m.id, amount: 100 }, { headers: { 'idempotency-key': bad } })
         assertInvalidKey(res)
@@ -169,7 +159,7 @@ for (const kind of storeKinds()) {
       // Also on a route where the key is optional.
       assertInvalidKey(await a.request('POST', '/wishes', { query: 'a kettle' }, { headers: { 'idempotency-key': 'x'.repeat(256) } }))
       assertInvalidKey(await a.request('POST', '/wishes', { query: 'a kettle', idempotency_key: '' }))
-      assert.equal(await paymentCount(a.id), 0)
+      assert.equal(await paymentCount(t, a.id), 0)
       assert.deepEqual(await keyRows(t, a.id), [])
 
       const ok = await a.request('POST', '/payments', { mandate_id: m.id, amount: 100 }, { headers: { 'idempotency-key': 'z'.repeat(255) } })
@@ -198,7 +188,7 @@ for (const kind of storeKinds()) {
 
     test('the saved record is the answer: status, body and fingerprint stored for (account, key)', async () => {
       const a = await t.account()
-      const m = await mandate(a)
+      const m = await multiUseMandate(t, a)
       const key = newKey()
       const res = await a.request('POST', '/payments', { mandate_id: m.id, amount: 100, idempotency_key: key })
       assertFresh(res, 201)

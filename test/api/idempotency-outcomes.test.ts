@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.js'
+import { startTestApp, type TestApp } from '../helpers/app.js'
 import { assertError } from '../helpers/assertions.js'
-import { countEvents, createMandate, createSucceededPayment, DAY_MS, getMandate, inFuture } from '../helpers/fixtures.js'
-import { assertFresh, assertReplay, keyRows, newKey } from '../helpers/idempotency.js'
+import { countEvents, getMandate } from '../helpers/fixtures.js'
+import { assertFresh, assertReplay, keyRows, newKey, multiUseMandate, paymentCount, succeededPayment } from '../helpers/idempotency.js'
 import { storeKinds } from '../helpers/stores.js'
 
 /**
@@ -16,16 +16,6 @@ for (const kind of storeKinds()) {
     let t: TestApp
     before(async () => { t = await startTestApp(kind) })
     after(async () => { await t.close() })
-
-    const mandate = (a: TestAccount, body: Record<string, unknown> = {}) => createMandate(t, a, {
-      max_amount: 1000, budget_amount: 5000, usage: 'multi_use', expires_at: inFuture(t, 30 * DAY_MS), ...body,
-    })
-    const succeededPayment = (a: TestAccount, mandateId: string, amount = 100) => createSucceededPayment(a, mandateId, amount, newKey('setup'))
-
-    async function paymentCount(accountId: string): Promise<number> {
-      const rows = await t.store.db.kysely.selectFrom('payments').select('id').where('account_id', '=', accountId).execute()
-      return rows.length
-    }
 
     // ---------------------------------------------------------------- saved outcomes
 
@@ -40,13 +30,13 @@ for (const kind of storeKinds()) {
       assertReplay(again, first)
       assert.equal(again.body.error.request_id, first.body.error.request_id)
       assert.deepEqual(await keyRows(t, a.id), [key])
-      assert.equal(await paymentCount(a.id), 0)
+      assert.equal(await paymentCount(t, a.id), 0)
       assert.equal(await countEvents(t, a.id, 'payment.created'), 0)
     })
 
     test('a 422 mandate_budget_exceeded is saved: replayed even once the mandate would allow it, and it left no trace', async () => {
       const a = await t.account()
-      const m = await mandate(a, { max_amount: 1000, budget_amount: 1000 })
+      const m = await multiUseMandate(t, a, { max_amount: 1000, budget_amount: 1000 })
       // A bank transfer that will fail holds 600 until it settles.
       const held = await a.request('POST', '/payments', { mandate_id: m.id, amount: 600, payment_method: 'test_bank_transfer_failed', idempotency_key: newKey('held') })
       assertFresh(held, 201)
@@ -60,7 +50,7 @@ for (const kind of storeKinds()) {
       assertError(refused, 422, 'payment_error', 'mandate_budget_exceeded')
       assert.equal(refused.headers['idempotent-replayed'], undefined)
       // No trace of work: no payment, the mandate as it was, no event.
-      assert.equal(await paymentCount(a.id), 1)
+      assert.equal(await paymentCount(t, a.id), 1)
       assert.deepEqual(await getMandate(a, m.id), before)
       assert.equal(await countEvents(t, a.id, 'payment.created'), 1)
 
@@ -74,7 +64,7 @@ for (const kind of storeKinds()) {
 
       // The key still answers what it answered; a new key is processed.
       assertReplay(await a.request('POST', '/payments', body), refused)
-      assert.equal(await paymentCount(a.id), 1)
+      assert.equal(await paymentCount(t, a.id), 1)
       const fresh = await a.request('POST', '/payments', { ...body, idempotency_key: newKey() })
       assertFresh(fresh, 201)
       assert.equal((await getMandate(a, m.id)).amount_used, 600)
@@ -93,7 +83,7 @@ for (const kind of storeKinds()) {
 
     test('a 422 refund_exceeds_payment is saved and replayed; the payment is untouched', async () => {
       const a = await t.account()
-      const m = await mandate(a)
+      const m = await multiUseMandate(t, a)
       const p = await succeededPayment(a, m.id, 100)
       const key = newKey()
       const first = await a.request('POST', `/payments/${p.id}/refunds`, { amount: 101, idempotency_key: key })
@@ -108,7 +98,7 @@ for (const kind of storeKinds()) {
 
     test('a 400 validation error is not saved: the same key with a valid body then succeeds', async () => {
       const a = await t.account()
-      const m = await mandate(a)
+      const m = await multiUseMandate(t, a)
       const key = newKey()
       const bad = await a.request('POST', '/payments', { mandate_id: m.id, amount: -1, idempotency_key: key })
       assertError(bad, 400, 'invalid_request_error', 'parameter_invalid', 'amount')
@@ -120,12 +110,12 @@ for (const kind of storeKinds()) {
       const ok = await a.request('POST', '/payments', { mandate_id: m.id, amount: 100, idempotency_key: key })
       assertFresh(ok, 201)
       assert.equal(ok.body.data.amount, 100)
-      assert.equal(await paymentCount(a.id), 1)
+      assert.equal(await paymentCount(t, a.id), 1)
     })
 
     test('a 400 from the service (unknown payment_method) is not saved either', async () => {
       const a = await t.account()
-      const m = await mandate(a)
+      const m = await multiUseMandate(t, a)
       const key = newKey()
       const bad = await a.request('POST', '/payments', { mandate_id: m.id, amount: 100, payment_method: 'carrier_pigeon', idempotency_key: key })
       assertError(bad, 400, 'invalid_request_error', 'parameter_invalid', 'payment_method')
@@ -136,7 +126,7 @@ for (const kind of storeKinds()) {
 
     test('401 and 403 are not saved: the retry with a write key succeeds', async () => {
       const a = await t.account()
-      const m = await mandate(a)
+      const m = await multiUseMandate(t, a)
       const key = newKey()
       const body = { mandate_id: m.id, amount: 100, idempotency_key: key }
       const unauthenticated = await a.request('POST', '/payments', body, { key: null })
@@ -149,17 +139,17 @@ for (const kind of storeKinds()) {
       assertError(readOnlyAgain, 403, 'permission_error', 'insufficient_scope')
       assert.equal(readOnlyAgain.headers['idempotent-replayed'], undefined)
       assert.deepEqual(await keyRows(t, a.id), [])
-      assert.equal(await paymentCount(a.id), 0)
+      assert.equal(await paymentCount(t, a.id), 0)
 
       const ok = await a.request('POST', '/payments', body)
       assertFresh(ok, 201)
-      assert.equal(await paymentCount(a.id), 1)
+      assert.equal(await paymentCount(t, a.id), 1)
       assertReplay(await a.request('POST', '/payments', body), ok)
     })
 
     test('a 409 invalid_state_transition is not saved: the same key stays retryable, never replayed', async () => {
       const a = await t.account()
-      const m = await mandate(a)
+      const m = await multiUseMandate(t, a)
       const revoked = await a.request('POST', `/mandates/${m.id}/revoke`)
       assert.equal(revoked.status, 200, revoked.raw)
       const key = newKey()

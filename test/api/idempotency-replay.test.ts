@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { type Response, startTestApp, type TestAccount, type TestApp } from '../helpers/app.js'
+import { type Response, startTestApp, type TestApp } from '../helpers/app.js'
 import { assertError, requestIdOf } from '../helpers/assertions.js'
-import { countEvents, createMandate, createSucceededPayment, DAY_MS, getMandate, inFuture } from '../helpers/fixtures.js'
-import { assertFresh, assertReplay, keyRows, newKey } from '../helpers/idempotency.js'
+import { countEvents, DAY_MS, getMandate, inFuture } from '../helpers/fixtures.js'
+import { assertFresh, assertReplay, keyRows, newKey, multiUseMandate, paymentCount, succeededPayment } from '../helpers/idempotency.js'
 import { storeKinds } from '../helpers/stores.js'
 
 /**
@@ -17,23 +17,13 @@ for (const kind of storeKinds()) {
     before(async () => { t = await startTestApp(kind) })
     after(async () => { await t.close() })
 
-    const mandate = (a: TestAccount, body: Record<string, unknown> = {}) => createMandate(t, a, {
-      max_amount: 1000, budget_amount: 5000, usage: 'multi_use', expires_at: inFuture(t, 30 * DAY_MS), ...body,
-    })
-    const succeededPayment = (a: TestAccount, mandateId: string, amount = 100) => createSucceededPayment(a, mandateId, amount, newKey('setup'))
-
-    async function paymentCount(accountId: string): Promise<number> {
-      const rows = await t.store.db.kysely.selectFrom('payments').select('id').where('account_id', '=', accountId).execute()
-      return rows.length
-    }
-
     // ---------------------------------------------------------------- scope and fingerprint
 
     test('scope is (account, key): one key used by two accounts makes two independent payments', async () => {
       const a = await t.account()
       const b = await t.account()
-      const ma = await mandate(a)
-      const mb = await mandate(b)
+      const ma = await multiUseMandate(t, a)
+      const mb = await multiUseMandate(t, b)
       const key = newKey('shared')
       const ra = await a.request('POST', '/payments', { mandate_id: ma.id, amount: 100, idempotency_key: key })
       const rb = await b.request('POST', '/payments', { mandate_id: mb.id, amount: 300, idempotency_key: key })
@@ -43,8 +33,8 @@ for (const kind of storeKinds()) {
       assert.equal(ra.body.data.mandate_id, ma.id)
       assert.equal(rb.body.data.mandate_id, mb.id)
       assert.equal(rb.body.data.amount, 300)
-      assert.equal(await paymentCount(a.id), 1)
-      assert.equal(await paymentCount(b.id), 1)
+      assert.equal(await paymentCount(t, a.id), 1)
+      assert.equal(await paymentCount(t, b.id), 1)
       assert.equal((await getMandate(a, ma.id)).amount_used, 100)
       assert.equal((await getMandate(b, mb.id)).amount_used, 300)
       // Each account replays its own.
@@ -54,7 +44,7 @@ for (const kind of storeKinds()) {
 
     test('the fingerprint is taken after defaults: currency USD and payment_method card sent or not, in any order, replay', async () => {
       const a = await t.account()
-      const m = await mandate(a)
+      const m = await multiUseMandate(t, a)
       const key = newKey()
       const first = await a.request('POST', '/payments', { mandate_id: m.id, amount: 100, idempotency_key: key })
       assertFresh(first, 201)
@@ -64,7 +54,7 @@ for (const kind of storeKinds()) {
       assertReplay(await a.request('POST', '/payments', { mandate_id: m.id, amount: 100, payment_method: 'card', idempotency_key: key }), first)
       assertReplay(await a.request('POST', '/payments', { idempotency_key: key, payment_method: 'card', currency: 'USD', amount: 100, mandate_id: m.id }), first)
       assertReplay(await a.request('POST', '/payments', '{"amount":100,"mandate_id":"' + m.id + '","idempotency_key":"' + key + '"}'), first)
-      assert.equal(await paymentCount(a.id), 1)
+      assert.equal(await paymentCount(t, a.id), 1)
       assert.equal((await getMandate(a, m.id)).amount_used, 100)
     })
 
@@ -79,7 +69,7 @@ for (const kind of storeKinds()) {
       assertReplay(await a.request('POST', '/mandates', {
         protocol: 'ap2', max_amount: 500, budget_amount: 500, usage: 'single_use', currency: 'usd', expires_at: expiresAt, idempotency_key: key,
       }), first)
-      const m = await mandate(a)
+      const m = await multiUseMandate(t, a)
       const payKey = newKey()
       const paid = await a.request('POST', '/payments', { mandate_id: m.id, amount: 100, currency: 'usd', idempotency_key: payKey })
       assertFresh(paid, 201)
@@ -90,7 +80,7 @@ for (const kind of storeKinds()) {
 
     test('the same key with another request -> 422 idempotency_key_reused (other amount, other path, other member)', async () => {
       const a = await t.account()
-      const m = await mandate(a)
+      const m = await multiUseMandate(t, a)
       const key = newKey()
       const first = await a.request('POST', '/payments', { mandate_id: m.id, amount: 100, idempotency_key: key })
       assertFresh(first, 201)
@@ -108,7 +98,7 @@ for (const kind of storeKinds()) {
       reused(await a.request('POST', '/wishes', { query: 'a kettle', idempotency_key: key }))
       reused(await a.request('POST', `/mandates/${m.id}/revoke`, { idempotency_key: key }))
 
-      assert.equal(await paymentCount(a.id), 1)
+      assert.equal(await paymentCount(t, a.id), 1)
       const after = await getMandate(a, m.id)
       assert.equal(after.status, 'active')
       assert.equal(after.amount_used, 100)
@@ -122,8 +112,8 @@ for (const kind of storeKinds()) {
 
     test('the same key and body on another path (another object) -> 422 idempotency_key_reused', async () => {
       const a = await t.account()
-      const m1 = await mandate(a)
-      const m2 = await mandate(a)
+      const m1 = await multiUseMandate(t, a)
+      const m2 = await multiUseMandate(t, a)
       const key = newKey()
       const first = await a.request('POST', `/mandates/${m1.id}/revoke`, { idempotency_key: key })
       assertFresh(first, 200)
@@ -146,7 +136,7 @@ for (const kind of storeKinds()) {
 
     test('replay: same status, byte-identical body, Idempotent-Replayed only on the replay; nothing processed again', async () => {
       const a = await t.account()
-      const m = await mandate(a)
+      const m = await multiUseMandate(t, a)
       const key = newKey()
       const body = { mandate_id: m.id, amount: 250, metadata: { order: 'A-1' }, idempotency_key: key }
       const first = await a.request('POST', '/payments', body)
@@ -159,7 +149,7 @@ for (const kind of storeKinds()) {
       assertReplay(third, first)
       assert.notEqual(requestIdOf(second), requestIdOf(first))
 
-      assert.equal(await paymentCount(a.id), 1)
+      assert.equal(await paymentCount(t, a.id), 1)
       const rows = await t.store.db.kysely.selectFrom('payments').select(['id', 'amount']).where('mandate_id', '=', m.id).execute()
       assert.deepEqual(rows.map((r) => [r.id, Number(r.amount)]), [[first.body.data.id, 250]])
       const after = await getMandate(a, m.id)
@@ -173,13 +163,13 @@ for (const kind of storeKinds()) {
 
     test('replay of a single_use payment: the consumed mandate does not turn the retry into a 422', async () => {
       const a = await t.account()
-      const m = await mandate(a, { usage: 'single_use', budget_amount: 1000 })
+      const m = await multiUseMandate(t, a, { usage: 'single_use', budget_amount: 1000 })
       const key = newKey()
       const first = await a.request('POST', '/payments', { mandate_id: m.id, amount: 700, idempotency_key: key })
       assertFresh(first, 201)
       assert.equal((await getMandate(a, m.id)).status, 'consumed')
       assertReplay(await a.request('POST', '/payments', { mandate_id: m.id, amount: 700, idempotency_key: key }), first)
-      assert.equal(await paymentCount(a.id), 1)
+      assert.equal(await paymentCount(t, a.id), 1)
       assert.equal(await countEvents(t, a.id, 'mandate.consumed'), 1)
     })
 
@@ -187,7 +177,7 @@ for (const kind of storeKinds()) {
 
     test('30 concurrent requests with one key: one payment; 201 (same body) or 409 idempotency_key_in_use with Retry-After', async () => {
       const a = await t.account()
-      const m = await mandate(a, { max_amount: 1000, budget_amount: 100_000 })
+      const m = await multiUseMandate(t, a, { max_amount: 1000, budget_amount: 100_000 })
       const key = newKey('race')
       const body = { mandate_id: m.id, amount: 100, idempotency_key: key }
       const answers = await Promise.all(Array.from({ length: 30 }, () => a.request('POST', '/payments', body)))
@@ -208,7 +198,7 @@ for (const kind of storeKinds()) {
         assert.equal(r.headers['idempotent-replayed'], undefined)
       }
 
-      assert.equal(await paymentCount(a.id), 1)
+      assert.equal(await paymentCount(t, a.id), 1)
       assert.equal((await getMandate(a, m.id)).amount_used, 100)
       assert.equal(await countEvents(t, a.id, 'payment.created'), 1)
       assert.deepEqual(await keyRows(t, a.id), [key])

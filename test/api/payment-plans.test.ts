@@ -3,9 +3,8 @@ import { randomUUID } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.js'
 import { createMandate, getMandate } from '../helpers/fixtures.js'
+import { pendingAnswer } from '../helpers/idempotency.js'
 import { storeKinds } from '../helpers/stores.js'
-import { toTimestamp } from '../../src/lib/clock.js'
-import type { IdempotencyRecord, PendingAnswer } from '../../src/modules/idempotency/store.js'
 import type { CreatePaymentInput, Payment } from '../../src/modules/payments/schemas.js'
 
 /**
@@ -14,8 +13,6 @@ import type { CreatePaymentInput, Payment } from '../../src/modules/payments/sch
  * plain hold, the single write (createInOneWrite). Both must leave the same rows: payment, events, jobs,
  * mandate; and through HTTP exactly one idempotency record that answers with the payment.
  */
-
-const HOUR = 3_600_000
 
 const KINDS = [
   { name: 'succeeded, multi-use (keep)', usage: 'multi_use', method: 'card', oneWrite: true, status: 'succeeded', mandate: 'active' },
@@ -33,21 +30,6 @@ for (const kind of storeKinds()) {
     after(async () => { await t.close() })
 
     const db = () => t.store.db.kysely
-
-    function pendingFor(a: TestAccount, key: string): PendingAnswer {
-      const now = t.clock.now()
-      return {
-        record: (status, payload): IdempotencyRecord => ({
-          account_id: a.id,
-          idempotency_key: key,
-          fingerprint: 'f'.repeat(64),
-          response_status: status,
-          response_body: JSON.stringify(payload),
-          created_at: toTimestamp(now),
-          expires_at: toTimestamp(new Date(now.getTime() + 24 * HOUR)),
-        }),
-      }
-    }
 
     /** What one payment wrote in its account, ids and times left out. */
     async function footprint(a: TestAccount, mandateId: string) {
@@ -96,7 +78,7 @@ for (const kind of storeKinds()) {
         const m2 = await createMandate(t, single, mandateBody)
         const key = randomUUID()
         const before = await footprint(single, m2.id)
-        const record = await t.services.payments.createInOneWrite({ accountId: single.id, requestId }, { mandate_id: m2.id, ...input } as CreatePaymentInput, pendingFor(single, key))
+        const record = await t.services.payments.createInOneWrite({ accountId: single.id, requestId }, { mandate_id: m2.id, ...input } as CreatePaymentInput, pendingAnswer(t, single, key))
         assert.equal(record !== undefined, plan.oneWrite, 'the single write takes exactly the plain-hold plans')
         if (!record) {
           assert.deepEqual(await footprint(single, m2.id), before, 'a declined single write leaves no trace')

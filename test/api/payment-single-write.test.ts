@@ -3,9 +3,9 @@ import { randomUUID } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.js'
 import { createMandate, getMandate, inFuture } from '../helpers/fixtures.js'
+import { pendingAnswer } from '../helpers/idempotency.js'
 import { storeKinds } from '../helpers/stores.js'
 import { toTimestamp } from '../../src/lib/clock.js'
-import type { IdempotencyRecord, PendingAnswer } from '../../src/modules/idempotency/store.js'
 import type { CreatePaymentInput, Payment } from '../../src/modules/payments/schemas.js'
 
 /**
@@ -26,18 +26,7 @@ for (const kind of storeKinds()) {
 
     /** createInOneWrite as the idempotency layer calls it, with a record for (account, key). */
     function writeOnce(a: TestAccount, input: Partial<CreatePaymentInput> & { mandate_id: string }, key: string = randomUUID()) {
-      const now = t.clock.now()
-      const pending: PendingAnswer = {
-        record: (status, payload): IdempotencyRecord => ({
-          account_id: a.id,
-          idempotency_key: key,
-          fingerprint: 'f'.repeat(64),
-          response_status: status,
-          response_body: JSON.stringify(payload),
-          created_at: toTimestamp(now),
-          expires_at: toTimestamp(new Date(now.getTime() + 24 * HOUR)),
-        }),
-      }
+      const pending = pendingAnswer(t, a, key)
       const full = { amount: 100, currency: 'USD', payment_method: 'card', ...input } as CreatePaymentInput
       return t.services.payments.createInOneWrite({ accountId: a.id, requestId: 'req_single' }, full, pending)
     }
