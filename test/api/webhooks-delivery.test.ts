@@ -5,8 +5,9 @@ import { newId } from '../../src/lib/ids.js'
 import { send } from '../../src/modules/webhooks/sender.js'
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.js'
 import { ids, ISO_MS, newestFirst } from '../helpers/assertions.js'
-import { createMandate, createSucceededPayment, createWish, getData, getList } from '../helpers/fixtures.js'
-import { type Answer, freePort, type Receiver, type Responder, startReceiver, tamper, verifyDelivery } from '../helpers/receiver.js'
+import { createMandate, createSucceededPayment, createWish, getData } from '../helpers/fixtures.js'
+import { type Answer, freePort, type Receiver, startReceiver, tamper, verifyDelivery } from '../helpers/receiver.js'
+import { accountEvents, createEndpoint, endpointFor, listAttempts, receiverIn } from '../helpers/webhooks.js'
 import { storeKinds } from '../helpers/stores.js'
 
 /**
@@ -39,32 +40,10 @@ for (const kind of storeKinds()) {
       await t.store.db.kysely.deleteFrom('jobs').execute()
     })
 
-    async function receiver(options: { port?: number, respond?: Responder } = {}): Promise<Receiver> {
-      const r = await startReceiver(options)
-      receivers.push(r)
-      return r
-    }
-
-    async function createEndpoint(a: TestAccount, body: Record<string, unknown>): Promise<any> {
-      const res = await a.request('POST', '/webhook_endpoints', body)
-      assert.equal(res.status, 201, res.raw)
-      return res.body.data
-    }
-
-    /** An endpoint of `a` for `events` that delivers to `r`, whose secret the receiver then knows. */
-    async function endpointFor(a: TestAccount, r: Receiver, events: string[] = ['*']): Promise<any> {
-      const ep = await createEndpoint(a, { url: r.url, events })
-      r.secret = ep.secret
-      return ep
-    }
-
     /** Runs the app's background runner until nothing due is left in this pass. */
     async function drain(): Promise<void> {
       while (await t.jobs.runOnce()) { /* a full batch: there may be more */ }
     }
-
-    const attempts = (a: TestAccount, endpointId: string, qs = '') => getList(a, `/webhook_endpoints/${endpointId}/deliveries${qs}`)
-    const accountEvents = async (a: TestAccount) => (await getList(a, '/events?limit=100')).data
 
     /** Delivery jobs still queued for an endpoint. */
     async function queuedFor(endpointId: string): Promise<number> {
@@ -93,7 +72,7 @@ for (const kind of storeKinds()) {
 
     test('delivery: signed per Standard Webhooks v1; webhook-id is the event id; the body is GET /events/:id', async () => {
       const a = await t.account()
-      const r = await receiver()
+      const r = await receiverIn(receivers)
       const ep = await endpointFor(a, r)
       const wish = await createWish(a, { query: 'a kettle' })
       assert.equal(r.deliveries.length, 0, 'nothing is sent before the runner runs')
@@ -127,7 +106,7 @@ for (const kind of storeKinds()) {
       assert.throws(() => verifyDelivery(ep.secret, d.body, { ...d.headers, 'webhook-timestamp': String(stamp + 1) }))
       assert.throws(() => verifyDelivery(`whsec_${randomBytes(24).toString('base64')}`, d.body, d.headers), 'another secret')
 
-      const log = await attempts(a, ep.id)
+      const log = await listAttempts(a, ep.id)
       assert.deepEqual(log.meta, { total: 1, limit: 10, offset: 0 })
       const attempt = log.data[0]
       assert.deepEqual(Object.keys(attempt).sort(), ATTEMPT_KEYS)
@@ -160,19 +139,19 @@ for (const kind of storeKinds()) {
       assert.deepEqual([...r.ids()].sort(), ids(events).sort())
       assert.equal(new Set(r.ids()).size, 3)
       await assertAuthentic(a, r)
-      assert.equal((await attempts(a, ep.id)).meta.total, 3)
+      assert.equal((await listAttempts(a, ep.id)).meta.total, 3)
     })
 
     test('a failed delivery (500) is retried on the backoff schedule until it succeeds', async () => {
       const a = await t.account()
-      const r = await receiver({ respond: (_, n) => ({ status: n < 2 ? 500 : 200 }) })
+      const r = await receiverIn(receivers, { respond: (_, n) => ({ status: n < 2 ? 500 : 200 }) })
       const ep = await endpointFor(a, r, ['wish.created'])
       await createWish(a, { query: 'retry me' })
       const [event] = await accountEvents(a)
 
       await drain()
       assert.deepEqual(r.deliveries.map((d) => d.answered), [500])
-      let log = await attempts(a, ep.id)
+      let log = await listAttempts(a, ep.id)
       assert.equal(log.meta.total, 1)
       const first = log.data[0]
       assert.deepEqual(first, { ...first, event_id: event.id, event_type: 'wish.created', attempt: 1, status_code: 500, succeeded: false })
@@ -185,7 +164,7 @@ for (const kind of storeKinds()) {
       t.clock.advance(wait1 + 50)
       await drain()
       assert.deepEqual(r.deliveries.map((d) => d.answered), [500, 500])
-      log = await attempts(a, ep.id)
+      log = await listAttempts(a, ep.id)
       const second = log.data[0]
       assert.deepEqual(second, { ...second, event_id: event.id, attempt: 2, status_code: 500, succeeded: false })
       const wait2 = retryWait(second)
@@ -197,7 +176,7 @@ for (const kind of storeKinds()) {
       t.clock.advance(wait2 + 50)
       await drain()
       assert.deepEqual(r.deliveries.map((d) => d.answered), [500, 500, 200])
-      log = await attempts(a, ep.id)
+      log = await listAttempts(a, ep.id)
       assert.deepEqual(log.meta, { total: 3, limit: 10, offset: 0 })
       assert.deepEqual(log.data.map((x: any) => [x.attempt, x.status_code, x.succeeded]), [[3, 200, true], [2, 500, false], [1, 500, false]], 'newest first')
       assert.deepEqual(ids(log.data), ids(newestFirst(log.data)))
@@ -207,7 +186,7 @@ for (const kind of storeKinds()) {
       assert.deepEqual(r.ids(), [event.id, event.id, event.id], 'every retry carries the same webhook-id')
       assert.equal(new Set(r.deliveries.map((d) => d.body)).size, 1, 'and the same body')
       await assertAuthentic(a, r)
-      assert.deepEqual(ids((await attempts(a, ep.id, '?limit=1&offset=1')).data), [log.data[1].id])
+      assert.deepEqual(ids((await listAttempts(a, ep.id, '?limit=1&offset=1')).data), [log.data[1].id])
 
       assert.equal(await queuedFor(ep.id), 0)
       t.clock.advance(5000)
@@ -222,12 +201,12 @@ for (const kind of storeKinds()) {
         { status: 503, headers: { 'retry-after': '3' } },
         { status: 204 },
       ]
-      const r = await receiver({ respond: (_, n) => answers[n] ?? { status: 200 } })
+      const r = await receiverIn(receivers, { respond: (_, n) => answers[n] ?? { status: 200 } })
       const ep = await endpointFor(a, r)
       await createWish(a, { query: 'slow down' })
 
       await drain()
-      let [latest] = (await attempts(a, ep.id)).data
+      let [latest] = (await listAttempts(a, ep.id)).data
       assert.deepEqual([latest.attempt, latest.status_code, latest.succeeded], [1, 429, false])
       assert.equal(retryWait(latest), 7000, 'Retry-After: 7')
       t.clock.advance(5000)
@@ -236,7 +215,7 @@ for (const kind of storeKinds()) {
       t.clock.advance(2500)
       await drain()
       assert.equal(r.deliveries.length, 2)
-      latest = (await attempts(a, ep.id)).data[0]
+      latest = (await listAttempts(a, ep.id)).data[0]
       assert.deepEqual([latest.attempt, latest.status_code, latest.succeeded], [2, 503, false])
       assert.equal(retryWait(latest), 3000, 'Retry-After: 3')
       t.clock.advance(2000)
@@ -245,7 +224,7 @@ for (const kind of storeKinds()) {
       t.clock.advance(1500)
       await drain()
       assert.deepEqual(r.deliveries.map((d) => d.answered), [429, 503, 204])
-      const log = await attempts(a, ep.id)
+      const log = await listAttempts(a, ep.id)
       assert.deepEqual(log.data.map((x: any) => [x.attempt, x.status_code, x.succeeded, x.next_retry_at === null]), [
         [3, 204, true, true], [2, 503, false, false], [1, 429, false, false],
       ])
@@ -255,13 +234,13 @@ for (const kind of storeKinds()) {
     test('410 Gone disables the endpoint: no retry, no more deliveries until it is enabled again', async () => {
       const a = await t.account()
       let status = 410
-      const r = await receiver({ respond: () => ({ status }) })
+      const r = await receiverIn(receivers, { respond: () => ({ status }) })
       const ep = await endpointFor(a, r)
       await createWish(a, { query: 'first' })
       await drain()
       assert.deepEqual(r.deliveries.map((d) => d.answered), [410])
 
-      const [attempt] = (await attempts(a, ep.id)).data
+      const [attempt] = (await listAttempts(a, ep.id)).data
       assert.deepEqual([attempt.attempt, attempt.status_code, attempt.succeeded, attempt.next_retry_at], [1, 410, false, null])
       const disabled = await getData(a, `/webhook_endpoints/${ep.id}`)
       assert.equal(disabled.enabled, false)
@@ -296,32 +275,32 @@ for (const kind of storeKinds()) {
       const [event] = await accountEvents(a)
       await drain()
 
-      const [failed] = (await attempts(a, ep.id)).data
+      const [failed] = (await listAttempts(a, ep.id)).data
       assert.deepEqual([failed.attempt, failed.event_id, failed.status_code, failed.succeeded], [1, event.id, null, false])
       assert.equal(typeof failed.error, 'string')
       assert.match(failed.error, /ECONNREFUSED|refused/i)
       const wait = retryWait(failed)
       assert.ok(wait >= 4 && wait <= 6, `${wait} ms`)
 
-      const r = await receiver({ port })
+      const r = await receiverIn(receivers, { port })
       r.secret = ep.secret
       t.clock.advance(1000)
       await drain()
       assert.deepEqual(r.ids(), [event.id])
       await assertAuthentic(a, r)
-      const log = await attempts(a, ep.id)
+      const log = await listAttempts(a, ep.id)
       assert.deepEqual(log.data.map((x: any) => [x.attempt, x.status_code, x.succeeded, x.error]), [[2, 200, true, null], [1, null, false, failed.error]])
     })
 
     test('event-type filtering: each endpoint gets what it subscribed to; disabled and deleted ones get nothing', async () => {
       const a = await t.account()
       const b = await t.account()
-      const rOnly = await receiver()
-      const rAll = await receiver()
-      const rSome = await receiver()
-      const rDisabled = await receiver()
-      const rDeleted = await receiver()
-      const rOff = await receiver()
+      const rOnly = await receiverIn(receivers)
+      const rAll = await receiverIn(receivers)
+      const rSome = await receiverIn(receivers)
+      const rDisabled = await receiverIn(receivers)
+      const rDeleted = await receiverIn(receivers)
+      const rOff = await receiverIn(receivers)
       const only = await endpointFor(a, rOnly, ['payment.succeeded'])
       const all = await endpointFor(a, rAll, ['*'])
       const some = await endpointFor(a, rSome, ['wish.created', 'mandate.created'])
@@ -355,7 +334,7 @@ for (const kind of storeKinds()) {
       assert.deepEqual(rDeleted.deliveries, [])
       assert.deepEqual(rOff.deliveries, [])
       for (const r of [rAll, rOnly, rSome]) await assertAuthentic(a, r)
-      assert.equal((await attempts(a, disabled.id)).meta.total, 0, 'a dropped delivery is no attempt')
+      assert.equal((await listAttempts(a, disabled.id)).meta.total, 0, 'a dropped delivery is no attempt')
       for (const ep of [only, all, some, disabled, deleted, off]) assert.equal(await queuedFor(ep.id), 0)
 
       // Changing the types changes what comes next.

@@ -5,7 +5,8 @@ import { newId } from '../../src/lib/ids.js'
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.js'
 import { assertError, assertInvalid, assertNotFound, ids, ISO_MS, newestFirst } from '../helpers/assertions.js'
 import { createWish, getData, getList } from '../helpers/fixtures.js'
-import { type Receiver, type Responder, startReceiver } from '../helpers/receiver.js'
+import { type Receiver } from '../helpers/receiver.js'
+import { accountEvents, createEndpoint, endpointFor, listAttempts, receiverIn } from '../helpers/webhooks.js'
 import { storeKinds } from '../helpers/stores.js'
 
 /**
@@ -79,28 +80,6 @@ for (const kind of storeKinds()) {
       for (const r of receivers.splice(0)) await r.close()
       await t.store.db.kysely.deleteFrom('jobs').execute()
     })
-
-    async function receiver(options: { port?: number, respond?: Responder } = {}): Promise<Receiver> {
-      const r = await startReceiver(options)
-      receivers.push(r)
-      return r
-    }
-
-    async function createEndpoint(a: TestAccount, body: Record<string, unknown>): Promise<any> {
-      const res = await a.request('POST', '/webhook_endpoints', body)
-      assert.equal(res.status, 201, res.raw)
-      return res.body.data
-    }
-
-    /** An endpoint of `a` for `events` that delivers to `r`, whose secret the receiver then knows. */
-    async function endpointFor(a: TestAccount, r: Receiver, events: string[] = ['*']): Promise<any> {
-      const ep = await createEndpoint(a, { url: r.url, events })
-      r.secret = ep.secret
-      return ep
-    }
-
-    const attempts = (a: TestAccount, endpointId: string, qs = '') => getList(a, `/webhook_endpoints/${endpointId}/deliveries${qs}`)
-    const accountEvents = async (a: TestAccount) => (await getList(a, '/events?limit=100')).data
 
     // ---------------------------------------------------------------- endpoints API
 
@@ -316,7 +295,7 @@ for (const kind of storeKinds()) {
 
     test('delivery re-checks the target: a private endpoint saved earlier is never reached by a runner that forbids it', async () => {
       const a = await t.account()
-      const r = await receiver()
+      const r = await receiverIn(receivers)
       const literal = await endpointFor(a, r)
       const named = await createEndpoint(a, { url: `http://localhost:${r.port}/hooks`, events: ['*'] })
       await createWish(a, { query: 'kettle' })
@@ -334,7 +313,7 @@ for (const kind of storeKinds()) {
       }
       assert.deepEqual(r.deliveries, [], 'the receiver was never reached')
       for (const ep of [literal, named]) {
-        const log = await attempts(a, ep.id)
+        const log = await listAttempts(a, ep.id)
         assert.equal(log.meta.total, 2, `${ep.url}: two refused attempts`)
         for (const [i, attempt] of log.data.entries()) {
           assert.equal(attempt.attempt, 2 - i)
