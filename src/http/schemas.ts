@@ -1,6 +1,7 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox'
 import { type AppError, errors, type ErrorType } from '../lib/errors.js'
 import { DEFAULT_PAGE, MAX_LIMIT, MAX_OFFSET } from '../lib/paging.js'
+import { CLOSED_MANDATE_REFUSAL_CODES } from '../modules/ap2/closed-mandate.js'
 import { OPEN_MANDATE_REFUSAL_CODES } from '../modules/ap2/open-mandate.js'
 
 /** A string enum as a plain JSON Schema `enum` (clear validation messages, clean OpenAPI). */
@@ -102,10 +103,11 @@ export const PAYMENT_ERROR_CODES = [
 ] as const
 
 /**
- * Codes of 422 `payment_error` for AP2 mandates refused by src/modules/ap2/open-mandate.ts
- * (mandate_malformed is a 400). The list and what each means: docs/decisions.md, "AP2 open mandates".
+ * Codes of 422 `payment_error` for AP2 mandates refused by src/modules/ap2/open-mandate.ts and
+ * closed-mandate.ts, or by the payment path (mandate_replayed, nonce_invalid); mandate_malformed is a 400.
+ * The list and what each means: docs/decisions.md, "AP2 open mandates".
  */
-export const AP2_MANDATE_ERROR_CODES = OPEN_MANDATE_REFUSAL_CODES.filter((code) => code !== 'mandate_malformed')
+export const AP2_MANDATE_ERROR_CODES = [...new Set([...OPEN_MANDATE_REFUSAL_CODES, ...CLOSED_MANDATE_REFUSAL_CODES])].filter((code) => code !== 'mandate_malformed')
 
 interface ErrorStatus {
   /** What the status means here, the start of the response's description. */

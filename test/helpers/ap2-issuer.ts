@@ -84,3 +84,48 @@ export function openMandate(agentJwk: JWK, nowSeconds: number, overrides: Record
     ...overrides,
   }
 }
+
+/** The claims of a closed mandate's key-binding JWT beside delegate_payload. */
+export interface ClosedClaims {
+  aud: string
+  nonce: string
+  /** The hash of the open mandate as presented (VerifiedOpenMandate.presentation_hash). */
+  sd_hash: string
+  /** Defaults to now. */
+  iat?: number
+  exp?: number
+}
+
+export interface ClosedIssueOptions {
+  /** Header members over { typ: 'kb+sd-jwt', alg } (alg is the key's). */
+  header?: Record<string, unknown>
+  /** Members of the content put behind disclosures of their own (to reorder or withhold them). */
+  disclose?: string[]
+}
+
+/**
+ * A closed Payment Mandate as a compact SD-JWT (kbjwt~disclosure~), signed by the agent key the open
+ * mandate binds in cnf, in the shape of AP2's example: typ kb+sd-jwt, the content one disclosed
+ * element of delegate_payload.
+ */
+export async function issueClosedMandate(
+  agentKey: TestKey, content: Record<string, unknown>, claims: ClosedClaims, options: ClosedIssueOptions = {},
+): Promise<string> {
+  const instance = new SDJwtInstance({ signer: signerOf(agentKey), signAlg: agentKey.alg, hasher: digest, hashAlg: 'sha-256', saltGenerator: generateSalt })
+  const { iat = Math.floor(Date.now() / 1000), exp, ...rest } = claims
+  const payload = { delegate_payload: [content], iat, ...rest, ...(exp === undefined ? {} : { exp }) }
+  const frame = { delegate_payload: { _sd: [0], ...(options.disclose ? { 0: { _sd: options.disclose } } : {}) } }
+  return instance.issue(payload as never, frame as never, { header: { typ: 'kb+sd-jwt', ...options.header } })
+}
+
+/** A closed Payment Mandate's content that satisfies openMandate()'s defaults; override what a test needs. */
+export function closedMandate(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    vct: 'mandate.payment.1',
+    transaction_id: 'NivWhuqfzcvZNapvIEJ2-3tsdQLkiuIcye2g46WVgX8',
+    payee: { id: 'merchant_1', name: 'Demo Merchant', website: 'https://demo-merchant.example' },
+    payment_amount: { amount: 19900, currency: 'USD' },
+    payment_instrument: { id: 'pi_1', type: 'card', description: 'Card 4242' },
+    ...overrides,
+  }
+}

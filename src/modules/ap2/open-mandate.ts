@@ -88,27 +88,36 @@ function algorithmsFor(jwk: JWK): string[] {
   return []
 }
 
-function splitToken(token: string): { jwt: string } {
-  if (typeof token !== 'string' || token.length === 0) refuse('mandate_malformed', 'The open mandate must be a compact SD-JWT string')
+/** A key with an alg signs with that one only (RFC 7517 4.4); else with any its type allows. */
+export function allowedAlgorithms(jwk: JWK): string[] {
+  return jwk.alg === undefined ? algorithmsFor(jwk) : algorithmsFor(jwk).filter((a) => a === jwk.alg)
+}
+
+/**
+ * The signed JWT of a compact SD-JWT presented as `jwt~d1~…~dn~`: an open mandate (without a
+ * key-binding JWT) or a closed one (whose signed JWT is the key-binding JWT). `what` names it in refusals.
+ */
+export function splitToken(token: string, what = 'open mandate'): { jwt: string } {
+  if (typeof token !== 'string' || token.length === 0) refuse('mandate_malformed', `The ${what} must be a compact SD-JWT string`)
   const parts = token.split('~')
-  if (parts.length < 2) refuse('mandate_malformed', 'The open mandate must be a compact SD-JWT (issuer JWT~disclosures~)')
+  if (parts.length < 2) refuse('mandate_malformed', `The ${what} must be a compact SD-JWT (signed JWT~disclosures~)`)
   if (parts[parts.length - 1] !== '') {
-    refuse('mandate_malformed', 'An open mandate is presented without a key-binding JWT: the token must end with "~"')
+    refuse('mandate_malformed', `The ${what} is presented without a key-binding JWT after it: the token must end with "~"`)
   }
-  if (parts.slice(1, -1).some((p) => p === '')) refuse('mandate_malformed', 'An empty disclosure: a chain of mandates (open~~closed) is not an open mandate')
+  if (parts.slice(1, -1).some((p) => p === '')) refuse('mandate_malformed', `An empty disclosure in the ${what} (only a chain of mandates, open~~closed, has "~~")`)
   const jwt = parts[0]!
-  if (!/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/.test(jwt)) refuse('mandate_malformed', 'The issuer-signed part is not a compact JWS')
+  if (!/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/.test(jwt)) refuse('mandate_malformed', `The signed part of the ${what} is not a compact JWS`)
   return { jwt }
 }
 
-function decodeHeader(jwt: string): Record<string, unknown> {
+export function decodeHeader(jwt: string): Record<string, unknown> {
   try {
     const header = JSON.parse(Buffer.from(jwt.split('.')[0]!, 'base64url').toString('utf8')) as unknown
     if (isObject(header)) return header
   } catch {
     // refused below
   }
-  return refuse('mandate_malformed', 'The issuer JWT header is not a base64url JSON object')
+  return refuse('mandate_malformed', 'The JWT header is not a base64url JSON object')
 }
 
 /** The `kid` of a token's issuer JWT header, to look the one trusted key up; undefined when there is none to read. */
@@ -128,21 +137,21 @@ function chooseKey(header: Record<string, unknown>, keys: readonly IssuerKey[]):
   if (!key) return refuse('issuer_untrusted', `No trusted key of this account has kid '${kid}'`, 'kid')
   if (key.status !== 'active') return refuse('issuer_untrusted', `The trusted key with kid '${kid}' (${key.id}) is revoked`, 'kid')
   const alg = header.alg
-  // A key registered with an alg signs with that one only (RFC 7517 4.4); else any its type allows.
-  const allowed = key.public_jwk.alg === undefined ? algorithmsFor(key.public_jwk) : algorithmsFor(key.public_jwk).filter((a) => a === key.public_jwk.alg)
+  const allowed = allowedAlgorithms(key.public_jwk)
   if (typeof alg !== 'string' || !allowed.includes(alg)) {
     return refuse('issuer_untrusted', `alg '${String(alg)}' does not fit the trusted key '${kid}' (${allowed.join(', ') || 'none'})`, 'alg')
   }
   return key
 }
 
-async function verifySignature(jwt: string, key: IssuerKey, alg: string): Promise<Record<string, unknown>> {
+/** Verifies a compact JWS with one key and one algorithm (jose) and returns its JSON payload; `failure` is the refusal's message. */
+export async function verifyJws(jwt: string, jwk: JWK, alg: string, failure: string): Promise<Record<string, unknown>> {
   let payload: Uint8Array
   try {
-    const publicKey = await importJWK(key.public_jwk, alg)
+    const publicKey = await importJWK(jwk, alg)
     payload = (await compactVerify(jwt, publicKey, { algorithms: [alg] })).payload
   } catch {
-    return refuse('mandate_signature_invalid', `The issuer signature does not verify with the trusted key '${key.kid}'`)
+    return refuse('mandate_signature_invalid', failure)
   }
   try {
     const parsed = JSON.parse(Buffer.from(payload).toString('utf8')) as unknown
@@ -150,7 +159,7 @@ async function verifySignature(jwt: string, key: IssuerKey, alg: string): Promis
   } catch {
     // refused below
   }
-  return refuse('mandate_malformed', 'The issuer JWT payload is not a JSON object')
+  return refuse('mandate_malformed', 'The signed JWT payload is not a JSON object')
 }
 
 /** How deep the signed payload and its disclosures may nest (an AP2 mandate needs about 8). */
@@ -162,15 +171,21 @@ type Disclosure = DecodedSDJwt['disclosures'][number]
  * Replaces `_sd` digests and `{"...": digest}` list elements by their disclosures, depth first from the
  * signed payload, so that only disclosures reachable from it are read. Each digest may occur once.
  *
- * Withholding a disclosure is allowed outside the mandate (another delegate_payload entry) and for an
- * entry of an `allowed` list (payees, instruments: AP2's selective disclosure, which narrows the
- * mandate). Anywhere else inside the mandate it would loosen it (a constraint or one of its members
- * left out), so it is refused. The mandate is the object whose `vct` is mandate.payment.open.1.
+ * Withholding a disclosure is allowed outside the mandate (another delegate_payload entry) and, in an
+ * open mandate, for an entry of an `allowed` list (payees, instruments: AP2's selective disclosure,
+ * which narrows the mandate). Anywhere else inside the mandate it would loosen it (a constraint or
+ * one of its members left out) or hide what was signed, so it is refused. The mandate is the object
+ * whose `vct` is the one asked for.
  */
 class Unpacker {
   readonly used = new Set<string>()
   private readonly seen = new Set<string>()
-  constructor(private readonly byDigest: ReadonlyMap<string, Disclosure>) {}
+  constructor(
+    private readonly byDigest: ReadonlyMap<string, Disclosure>,
+    private readonly vct: string,
+    /** The member whose list entries may be withheld inside the mandate; null: none. */
+    private readonly withholdable: string | null,
+  ) {}
 
   private take(digest: unknown): Disclosure | undefined {
     if (typeof digest !== 'string') return refuse('disclosure_invalid', 'A digest is not a string')
@@ -219,15 +234,20 @@ class Unpacker {
       }
     }
     if (new Set(members.map(([name]) => name)).size !== members.length) refuse('disclosure_invalid', 'A disclosed member repeats another member')
-    const mandateHere = inMandate || members.some(([name, v]) => name === 'vct' && v === OPEN_MANDATE_VCT)
+    const mandateHere = inMandate || members.some(([name, v]) => name === 'vct' && v === this.vct)
     if (withheld > 0) this.withheld(mandateHere, 'a member')
     // fromEntries defines own members, so a member named __proto__ stays data.
-    return Object.fromEntries(members.map(([name, v]) => [name, this.unpack(v, depth + 1, mandateHere, name === 'allowed')]))
+    return Object.fromEntries(members.map(([name, v]) => [name, this.unpack(v, depth + 1, mandateHere, name === this.withholdable)]))
   }
 }
 
-/** Decodes the disclosures and unpacks the payload; every disclosure must be reached once from the signed payload. */
-async function disclose(token: string, payload: Record<string, unknown>): Promise<Record<string, unknown>> {
+/**
+ * Decodes the disclosures and unpacks the payload; every disclosure must be reached once from the signed
+ * payload. `vct` names the mandate inside which nothing may be withheld but entries of `withholdable` lists.
+ */
+export async function disclose(
+  token: string, payload: Record<string, unknown>, vct = OPEN_MANDATE_VCT, withholdable: string | null = 'allowed',
+): Promise<Record<string, unknown>> {
   const { _sd_alg: sdAlg = 'sha-256', ...signed } = payload
   if (sdAlg !== 'sha-256') refuse('disclosure_invalid', `_sd_alg '${String(sdAlg)}' is not supported (sha-256 only)`, '_sd_alg')
   let decoded: DecodedSDJwt
@@ -239,30 +259,31 @@ async function disclose(token: string, payload: Record<string, unknown>): Promis
   const byDigest = new Map(decoded.disclosures.map((d) => [d._digest!, d]))
   if (byDigest.size !== decoded.disclosures.length) refuse('disclosure_invalid', 'The same disclosure is presented twice')
 
-  const unpacker = new Unpacker(byDigest)
+  const unpacker = new Unpacker(byDigest, vct, withholdable)
   const claims = unpacker.unpack(signed, 0, false) as Record<string, unknown>
   const stray = decoded.disclosures.findIndex((d) => !unpacker.used.has(d._digest!))
   if (stray >= 0) refuse('disclosure_invalid', `Disclosure ${stray + 1} is not referenced by the signed mandate (changed or foreign)`)
   return claims
 }
 
-function findMandate(claims: Record<string, unknown>): Record<string, unknown> {
+/** The one disclosed mandate with this vct, at the top level or in delegate_payload. */
+export function findMandate(claims: Record<string, unknown>, vct = OPEN_MANDATE_VCT, what = 'an open Payment Mandate'): Record<string, unknown> {
   const candidates: Record<string, unknown>[] = []
-  if (claims.vct === OPEN_MANDATE_VCT) candidates.push(claims)
+  if (claims.vct === vct) candidates.push(claims)
   const delegated = claims.delegate_payload
   if (delegated !== undefined && !Array.isArray(delegated)) refuse('mandate_malformed', 'delegate_payload must be an array')
-  for (const item of (delegated as unknown[] | undefined) ?? []) if (isObject(item) && item.vct === OPEN_MANDATE_VCT) candidates.push(item)
+  for (const item of (delegated as unknown[] | undefined) ?? []) if (isObject(item) && item.vct === vct) candidates.push(item)
   if (candidates.length === 0) {
-    return refuse('mandate_type_unsupported', `No disclosed mandate has vct '${OPEN_MANDATE_VCT}' (an open Payment Mandate)`, 'vct')
+    return refuse('mandate_type_unsupported', `No disclosed mandate has vct '${vct}' (${what})`, 'vct')
   }
-  if (candidates.length > 1) return refuse('mandate_malformed', `More than one open Payment Mandate is disclosed; present one`)
+  if (candidates.length > 1) return refuse('mandate_malformed', `More than one mandate with vct '${vct}' is disclosed; present one`)
   return candidates[0]!
 }
 
 /** 9999-12-31T23:59:59Z is the last second a date-time (and toISOString) can hold with four digits. */
 const EPOCH_END = 253402300800
 
-const epoch = (value: unknown, name: string): number | undefined => {
+export const epoch = (value: unknown, name: string): number | undefined => {
   if (value === undefined) return undefined
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0 || value >= EPOCH_END) {
     return refuse('mandate_malformed', `${name} must be an integer Unix time from 0 to ${EPOCH_END - 1}`, name)
@@ -270,7 +291,8 @@ const epoch = (value: unknown, name: string): number | undefined => {
   return value
 }
 
-function checkTimes(claims: Record<string, unknown>, mandate: Record<string, unknown>, now: Date, leeway: number) {
+/** iat/nbf not in the future beyond leeway, exp not passed, on the signed payload and the mandate alike. */
+export function checkTimes(claims: Record<string, unknown>, mandate: Record<string, unknown>, now: Date, leeway: number) {
   const nowSeconds = Math.floor(now.getTime() / 1000)
   const iats = [epoch(claims.iat, 'iat'), epoch(mandate.iat, 'iat')].filter((v) => v !== undefined)
   const exps = [epoch(claims.exp, 'exp'), epoch(mandate.exp, 'exp')].filter((v) => v !== undefined)
@@ -310,7 +332,7 @@ export async function verifyOpenPaymentMandate(options: VerifyOptions): Promise<
   const { jwt } = splitToken(token)
   const header = decodeHeader(jwt)
   const key = chooseKey(header, trustedKeys)
-  const payload = await verifySignature(jwt, key, header.alg as string)
+  const payload = await verifyJws(jwt, key.public_jwk, header.alg as string, `The issuer signature does not verify with the trusted key '${key.kid}'`)
   const claims = await disclose(token, payload)
   const mandate = findMandate(claims)
   const { iat, exp } = checkTimes(claims, mandate, now, options.iatLeewaySeconds ?? 60)
