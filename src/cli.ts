@@ -7,6 +7,7 @@ import { AppError } from './lib/errors.js'
 import { createAccountService } from './modules/accounts/service.js'
 import { createAgentService } from './modules/agents/service.js'
 import type { Scope } from './modules/accounts/keys.js'
+import { rotateSigningKey } from './modules/receipts/signing-keys.js'
 import { serve, work } from './server.js'
 
 const USAGE = `Usage: wishpay <command>
@@ -20,6 +21,8 @@ const USAGE = `Usage: wishpay <command>
   keys create --agent AGT_ID [--json]         create an agent key (ak_) for an active agent
   keys list [--account NAME] [--json]         list API keys (never the secrets)
   keys revoke KEY_ID                          revoke an API key
+  signing-keys rotate                         a new receipt signing key; the old ones are retired
+                                              (still in /.well-known/jwks.json for 30 days)
 
 Configuration comes from the environment, as for the server (see README).`
 
@@ -92,6 +95,18 @@ async function keysCommand(config: Config, args: string[]): Promise<void> {
   })
 }
 
+async function signingKeysCommand(config: Config, args: string[]): Promise<void> {
+  const [action, ...rest] = args
+  if (action !== 'rotate') throw new UsageError(`Unknown signing-keys command: ${action ?? '(none)'}`)
+  if (rest.length > 0) throw new UsageError('signing-keys rotate takes no arguments')
+  await withDatabase(config, async (db) => {
+    const rotated = await rotateSigningKey(db, systemClock)
+    const retired = rotated.retired.length > 0 ? rotated.retired.join(', ') : 'none'
+    process.stdout.write(`New signing key ${rotated.kid} is active. Retired: ${retired} (published for 30 more days).\n` +
+      'Running servers sign with the new key within a minute.\n')
+  })
+}
+
 async function main(argv: string[]): Promise<void> {
   const [command, ...args] = argv
   if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
@@ -118,6 +133,8 @@ async function main(argv: string[]): Promise<void> {
     }
     case 'keys':
       return keysCommand(config, args)
+    case 'signing-keys':
+      return signingKeysCommand(config, args)
     default:
       throw new UsageError(`Unknown command: ${command}`)
   }
