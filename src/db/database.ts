@@ -1,7 +1,8 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import SQLite from 'better-sqlite3'
-import { Kysely, PostgresDialect, type SqliteDatabase, sql, type Transaction } from 'kysely'
+import { Kysely, type SqliteDatabase, sql, type Transaction } from 'kysely'
+import { OwnSchemaPostgresDialect } from './own-schema-introspector.js'
 import pg from 'pg'
 import type { DatabaseSchema } from './schema.js'
 import { guardedSqliteKysely } from './transaction-guard.js'
@@ -155,7 +156,7 @@ function openPostgres(url: string, options: DatabaseOptions): Database {
   // without a listener the process would crash. The failed query itself reports the error to its caller.
   pool.on('error', () => {})
   pool.on('connect', (client) => { client.on('error', () => {}) })
-  const kysely = new Kysely<DatabaseSchema>({ dialect: new PostgresDialect({ pool }) })
+  const kysely = new Kysely<DatabaseSchema>({ dialect: new OwnSchemaPostgresDialect({ pool }) })
   return {
     kysely,
     dialect: 'postgres',
