@@ -22,6 +22,8 @@ import { agentRoutes } from './modules/agents/routes.js'
 import { AgentSchema } from './modules/agents/schemas.js'
 import { trustedKeyRoutes } from './modules/trusted-keys/routes.js'
 import { TrustedKeySchema } from './modules/trusted-keys/schemas.js'
+import { ap2Routes } from './modules/ap2/routes.js'
+import { NonceSchema } from './modules/ap2/schemas.js'
 import { eventRoutes } from './modules/events/routes.js'
 import { EventSchema } from './modules/events/schemas.js'
 import { healthRoutes } from './modules/health/routes.js'
@@ -29,6 +31,7 @@ import { mandateRoutes } from './modules/mandates/routes.js'
 import type { Processor } from './modules/payments/processors/processor.js'
 import { MandateSchema } from './modules/mandates/schemas.js'
 import { paymentRoutes } from './modules/payments/routes.js'
+import { jwksRoutes, receiptRoutes } from './modules/receipts/routes.js'
 import { PaymentSchema, RefundSchema } from './modules/payments/schemas.js'
 import { CreatedWebhookEndpointSchema, DeliveryAttemptSchema, WebhookEndpointSchema } from './modules/webhooks/schemas.js'
 import { webhookRoutes } from './modules/webhooks/routes.js'
@@ -85,7 +88,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   })
   registerTextGuard(app)
   const shared = [ErrorResponse, WishSchema, MandateSchema, PaymentSchema, RefundSchema, EventSchema,
-    WebhookEndpointSchema, CreatedWebhookEndpointSchema, DeliveryAttemptSchema, AgentSchema, TrustedKeySchema]
+    WebhookEndpointSchema, CreatedWebhookEndpointSchema, DeliveryAttemptSchema, AgentSchema, TrustedKeySchema, NonceSchema]
   for (const schema of shared) app.addSchema(schema)
   const lifecycle = deps.lifecycle ?? { draining: false }
   registerRequestContext(app)
@@ -102,6 +105,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   registerMetrics(app, deps.metrics ?? createMetrics({ db: deps.db, clock }), deps.config.metricsToken)
   await app.register(healthRoutes, { db: deps.db, lifecycle })
+  await app.register(jwksRoutes, { receipts: services.receipts })
   await app.register(async (api) => {
     api.addHook('onRequest', authenticate(services.accounts))
     api.addHook('onRequest', limitRate)
@@ -112,6 +116,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await api.register(webhookRoutes, { webhooks: services.webhooks })
     await api.register(agentRoutes, { agents: services.agents })
     await api.register(trustedKeyRoutes, { trustedKeys: services.trustedKeys })
+    await api.register(ap2Routes, { nonces: services.nonces })
+    await api.register(receiptRoutes, { receipts: services.receipts })
   })
   return app
 }

@@ -51,6 +51,8 @@ export async function serve(config: Config, options: { jobs: boolean } = { jobs:
   const clock = systemClock
   const services = createServices({ config, db, clock })
   const created = await ensureDevelopmentKey(config, services.accounts)
+  // Wishpay's receipt signing key, made on first start (src/modules/receipts/signing-keys.ts).
+  await services.receipts.ensureSigningKey()
   const metrics = createMetrics({ db, clock })
   const lifecycle = { draining: false }
   const app = await buildApp({ config, db, clock, logger, services, metrics, lifecycle })

@@ -7,6 +7,8 @@ import { createMandateService } from './modules/mandates/service.js'
 import type { Processor } from './modules/payments/processors/processor.js'
 import { createSandboxProcessor } from './modules/payments/processors/sandbox.js'
 import { createPaymentService } from './modules/payments/service.js'
+import { createReceiptService } from './modules/receipts/service.js'
+import { createNonceService } from './modules/ap2/nonces.js'
 import { createTrustedKeyService } from './modules/trusted-keys/service.js'
 import { createEventService } from './modules/events/service.js'
 import { createWebhookService } from './modules/webhooks/service.js'
@@ -25,15 +27,18 @@ export function createServices(deps: ServiceDeps) {
   const { config, db, clock } = deps
   const processor = deps.processor ?? createSandboxProcessor({ settlementDelayMs: config.sandboxSettlementDelayMs })
   const accounts = createAccountService({ db, clock })
+  const trustedKeys = createTrustedKeyService({ db, clock })
   return {
     accounts,
     agents: createAgentService({ db, clock, accounts }),
     wishes: createWishService({ db, clock, config }),
-    mandates: createMandateService({ db, clock }),
+    mandates: createMandateService({ db, clock, verifyOpenMandate: trustedKeys.verifyOpenMandate }),
     payments: createPaymentService({ db, clock, processor }),
     events: createEventService({ db }),
     webhooks: createWebhookService({ db, clock, config }),
-    trustedKeys: createTrustedKeyService({ db, clock }),
+    trustedKeys,
+    nonces: createNonceService({ db, clock }),
+    receipts: createReceiptService({ db, clock }),
   }
 }
 

@@ -118,6 +118,18 @@ export interface MandatesTable {
   created_at: string
   updated_at: string
   revoked_at: string | null
+  /** AP2 (migration 0009): least amount per payment (payment.amount_range.min), null: none. */
+  min_amount: number | null
+  /** AP2: most payments (agent_recurrence.max_occurrences), null: no cap on the count. */
+  max_uses: number | null
+  /** AP2: agent_recurrence.frequency; with a window, one payment per window. */
+  recurrence_frequency: string | null
+  /** AP2: when the last payment that still holds was made (for the recurrence window). */
+  last_payment_at: string | null
+  /** AP2: base64url sha-256 of the open mandate's issuer JWT; unique per account. */
+  ap2_open_hash: string | null
+  /** AP2: the rest of the open mandate (issuer, cnf, allowed lists...) as JSON; null for a plain mandate. */
+  ap2: string | null
 }
 
 export interface PaymentsTable {
@@ -136,6 +148,8 @@ export interface PaymentsTable {
   metadata: string
   created_at: string
   updated_at: string
+  /** AP2 (migration 0009): the closed mandate the payment was made with, as JSON; null for a plain payment. */
+  ap2: string | null
 }
 
 export interface RefundsTable {
@@ -205,4 +219,47 @@ export interface DatabaseSchema {
   jobs: JobsTable
   webhook_endpoints: WebhookEndpointsTable
   webhook_attempts: WebhookAttemptsTable
+  ap2_nonces: Ap2NoncesTable
+  ap2_closed_mandates: Ap2ClosedMandatesTable
+  signing_keys: SigningKeysTable
+  receipts: ReceiptsTable
+}
+
+/** AP2 nonces (migration 0009): single use, short-lived. */
+export interface Ap2NoncesTable {
+  nonce: string
+  account_id: string
+  agent_id: string | null
+  expires_at: string
+  used_at: string | null
+  created_at: string
+}
+
+/** Every accepted AP2 closed mandate, by the hash of its signed JWT (migration 0009). */
+export interface Ap2ClosedMandatesTable {
+  hash: string
+  account_id: string
+  mandate_id: string
+  payment_id: string
+  created_at: string
+}
+
+/** Wishpay's own signing keys, for receipts (migration 0009). status: active | retired. */
+export interface SigningKeysTable {
+  kid: string
+  alg: string
+  public_jwk: string
+  private_jwk: string
+  status: string
+  created_at: string
+  retired_at: string | null
+}
+
+/** The signed AP2 PaymentReceipt of a payment (migration 0009). */
+export interface ReceiptsTable {
+  payment_id: string
+  account_id: string
+  kid: string
+  jwt: string
+  created_at: string
 }

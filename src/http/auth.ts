@@ -6,12 +6,15 @@ import { errors } from '../lib/errors.js'
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
 
 /**
- * The only routes an agent key (ak_) may call: pay, and read payments and mandates. The services keep
+ * The only routes an agent key (ak_) may call: pay (and ask for an AP2 nonce to pay with), and read
+ * payments, their receipts and mandates. The services keep
  * it to its own objects (mandates granted to its agent, their payments). Every other route is 403.
  */
 const AGENT_ROUTES = new Set([
-  'POST /payments', 'GET /payments', 'GET /payments/:id',
+  'POST /payments', 'GET /payments', 'GET /payments/:id', 'GET /payments/:id/receipt',
   'GET /mandates', 'GET /mandates/:id',
+  // The nonce an agent binds its AP2 closed mandate to.
+  'POST /ap2/nonces',
 ])
 
 /** Whether a key of this scope may call this route (method and route pattern). */

@@ -94,6 +94,9 @@ export const PAYMENT_ERROR_CODES = [
   // POST /payments, checked in this order (src/modules/mandates/rules.ts)
   'mandate_not_found', 'mandate_revoked', 'mandate_expired', 'mandate_not_yet_valid', 'mandate_consumed',
   'currency_mismatch', 'amount_exceeds_mandate', 'mandate_budget_exceeded',
+  // ...then, on a mandate made from an AP2 open mandate: its least amount, uses and recurrence window
+  // (param: the constraint), and the closed mandate it needs
+  'constraint_unsatisfied', 'ap2_mandate_required',
   // POST /mandates with a wish_id
   'wish_not_usable', 'protocol_mismatch', 'wish_budget_exceeded',
   // POST /mandates with an agent_id, PUT /wishes/{id} with an agent_id

@@ -79,13 +79,14 @@ const rank = (field: FieldError) => RANK[field.code] ?? 2
 
 /**
  * Turns Ajv's errors into the contract's field errors: one per parameter, the most specific first,
- * in RANK order. Union noise (anyOf, and the "must be null" branch of nullable members) is dropped
+ * in RANK order. Union noise (anyOf, if, and the "must be null" branch of nullable members) is dropped
  * when a more precise error exists for the same value.
  */
 export function toFieldErrors(validation: ErrorObject[], part: string | undefined): FieldError[] {
   const prefix = part === 'querystring' || part === 'params' || part === 'body' || part === undefined ? '' : `${part}.`
   const byParam = new Map<string, FieldError>()
-  const meaningful = validation.filter((e) => e.keyword !== 'anyOf' && e.keyword !== 'propertyNames')
+  // `if` only says that a then/else branch failed; the branch's own errors name the parameters.
+  const meaningful = validation.filter((e) => e.keyword !== 'anyOf' && e.keyword !== 'propertyNames' && e.keyword !== 'if')
   for (const error of meaningful) {
     const base = pointerToParam(error.instancePath)
     const p = error.params as Record<string, unknown>

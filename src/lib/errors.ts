@@ -57,6 +57,10 @@ export class FieldErrors {
   invalid(param: string, message: string): void {
     this.list.push({ param, code: 'parameter_invalid', message })
   }
+  /** A member the schema leaves optional that this request needs (its need depends on another member). */
+  missing(param: string, message: string): void {
+    this.list.push({ param, code: 'parameter_missing', message })
+  }
   throwIfAny(): void {
     if (this.list.length > 0) throw errors.validation(this.list)
   }
@@ -106,6 +110,14 @@ export const errors = {
     code: 'resource_missing',
     message: `No such ${resource}: '${id}'`,
     param,
+  }),
+  /** GET /payments/{id}/receipt of a payment not made with an AP2 closed mandate: it has no receipt. */
+  receiptMissing: (paymentId: string) => new AppError({
+    status: 404,
+    type: 'invalid_request_error',
+    code: 'resource_missing',
+    message: `Payment '${paymentId}' was not made with an AP2 mandate: only AP2 payments have a receipt`,
+    param: 'id',
   }),
   routeNotFound: (method: string, url: string) => new AppError({
     status: 404,

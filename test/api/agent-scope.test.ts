@@ -9,13 +9,13 @@ import { hold } from '../../src/modules/mandates/repository.js'
 
 /**
  * What an agent key (ak_) may do, on every store (issue 14, item 1): pay with the mandates granted to
- * its agent, read those mandates and their payments, and nothing else (403 insufficient_scope on every
+ * its agent (with an AP2 nonce where needed), read those mandates, their payments and receipts, and nothing else (403 insufficient_scope on every
  * other route of /openapi.json). A mandate of another agent, or of none, is as unknown to it as one
  * that does not exist, in the planner and in the database's conditional hold alike.
  */
 
 /** The operations an agent key may call; every other authenticated operation is 403. */
-const AGENT_OPERATIONS = new Set(['createPayment', 'listPayments', 'getPayment', 'listMandates', 'getMandate'])
+const AGENT_OPERATIONS = new Set(['createPayment', 'listPayments', 'getPayment', 'getPaymentReceipt', 'listMandates', 'getMandate', 'createAp2Nonce'])
 
 for (const kind of storeKinds()) {
   describe(`agent keys: scope and ownership (${kind.name})`, () => {

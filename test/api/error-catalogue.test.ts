@@ -231,7 +231,7 @@ describe('error catalogue', () => {
     const used = new Set<string>()
     for (const file of sourceFiles(path.join(SRC, 'modules'))) {
       const text = fs.readFileSync(file, 'utf8')
-      for (const m of text.matchAll(/errors\.payment\(\s*'([a-z_]+)'/g)) used.add(m[1]!)
+      for (const m of text.matchAll(/errors\.payment\(\s*'([a-z0-9_]+)'/g)) used.add(m[1]!)
       if (file.endsWith(path.join('mandates', 'rules.ts'))) for (const m of text.matchAll(/\bcode: '([a-z_]+)'/g)) used.add(m[1]!)
     }
     assert.deepEqual([...used].sort(), [...PAYMENT_ERROR_CODES].sort())

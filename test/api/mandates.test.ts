@@ -73,6 +73,7 @@ for (const kind of storeKinds()) {
         created_at: m.created_at,
         updated_at: m.created_at,
         revoked_at: null,
+        ap2: null,
       })
       assert.deepEqual(await get(a, m.id), m, 'what was stored is what was returned')
     })
@@ -108,6 +109,7 @@ for (const kind of storeKinds()) {
         created_at: m.created_at,
         updated_at: m.created_at,
         revoked_at: null,
+        ap2: null,
       })
       assert.deepEqual(await get(a, m.id), m)
       // The upper bound of an amount is 10^12 minor units.

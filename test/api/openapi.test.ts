@@ -12,7 +12,7 @@ import { storeKinds } from '../helpers/stores.js'
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'patch', 'options', 'head', 'trace'] as const
 const WRITE_METHODS = new Set(['post', 'put', 'patch', 'delete'])
-const OPEN_OPERATIONS = ['GET /healthz', 'GET /readyz', 'GET /openapi.json', 'GET /metrics']
+const OPEN_OPERATIONS = ['GET /healthz', 'GET /readyz', 'GET /openapi.json', 'GET /metrics', 'GET /.well-known/jwks.json']
 const EXPECTED_OPERATIONS = ['POST /wishes', 'GET /wishes', 'GET /wishes/{id}', 'PUT /wishes/{id}', 'DELETE /wishes/{id}', ...OPEN_OPERATIONS]
 const ERROR_REF = '#/components/schemas/Error'
 
@@ -214,7 +214,7 @@ describe(`OpenAPI (${kind.name})`, () => {
       visit(`${key} body`, schema)
       // The app validates an absent POST or PUT body as {} (src/app.ts): it may be left out exactly
       // when no member is required.
-      const needed = (schema.required ?? []).length > 0
+      const needed = (schema.required ?? []).length > 0 || (schema.else?.required ?? []).length > 0
       assert.equal(op.requestBody.required, needed, `${key}: requestBody.required`)
       if (!needed) optionalBodies++
     }
@@ -222,7 +222,10 @@ describe(`OpenAPI (${kind.name})`, () => {
     const payment = doc.paths['/payments'].post.requestBody.content['application/json'].schema
     assert.deepEqual([...payment.required].sort(), ['amount', 'mandate_id'])
     const mandate = doc.paths['/mandates'].post.requestBody.content['application/json'].schema
-    assert.deepEqual([...mandate.required].sort(), ['expires_at', 'max_amount', 'protocol'])
+    assert.deepEqual([...mandate.required].sort(), ['protocol'])
+    // ...and max_amount and expires_at unless ap2.open_payment_mandate gives them.
+    assert.deepEqual(mandate.if.required, ['ap2'])
+    assert.deepEqual([...mandate.else.required].sort(), ['expires_at', 'max_amount'])
   })
 
   test('every POST declares the Idempotency-Key header, 409 and 422; no other method does', () => {

@@ -57,6 +57,7 @@ for (const kind of storeKinds()) {
         metadata: { order: 'A-1' },
         created_at: p.created_at,
         updated_at: p.updated_at,
+        ap2: null,
       })
       assert.deepEqual(await getPayment(a, p.id), p, 'what was stored is what was returned')
       assert.deepEqual(await holding(a, m.id), { status: 'consumed', amount_used: 2500, uses_count: 1 })

@@ -7,6 +7,7 @@ import * as wishCounts from './0005_wish_counts.js'
 import * as mandatesWithinWish from './0006_mandates_within_wish.js'
 import * as agents from './0007_agents.js'
 import * as trustedKeys from './0008_trusted_keys.js'
+import * as ap2 from './0009_ap2.js'
 
 /**
  * The explicit, ordered migration registry. Append only: a migration that has shipped is never
@@ -21,4 +22,5 @@ export const migrations: Record<string, Migration> = {
   '0006_mandates_within_wish': mandatesWithinWish,
   '0007_agents': agents,
   '0008_trusted_keys': trustedKeys,
+  '0009_ap2': ap2,
 }

@@ -202,3 +202,27 @@ export function toDraft(m: Mapped, exp: number | undefined, cnf: JWK): OpenManda
     cnf_jwk: cnf,
   }
 }
+
+/** An ISO 8601 duration of FREQUENCY_WINDOW as calendar steps. */
+const WINDOW_STEPS: Record<string, { days?: number, months?: number }> = {
+  P1D: { days: 1 }, P7D: { days: 7 }, P14D: { days: 14 }, P1M: { months: 1 }, P3M: { months: 3 }, P1Y: { months: 12 },
+}
+
+/**
+ * The earliest time the last payment of a recurring mandate may have been made for another to be
+ * allowed now: now less one window (payment.agent_recurrence.frequency, which the AP2 SDK does not
+ * check). Months are calendar months in UTC, the day clamped to the month's last (on 31 May the floor
+ * is 30 April). Without a window (no recurrence, ON_DEMAND) it is now itself.
+ */
+export function recurrenceFloor(frequency: string | null, now: Date): string {
+  const window = frequency === null ? null : FREQUENCY_WINDOW[frequency as RecurrenceFrequency] ?? null
+  const step = window === null ? undefined : WINDOW_STEPS[window]
+  if (!step) return now.toISOString()
+  if (step.days !== undefined) return new Date(now.getTime() - step.days * 86_400_000).toISOString()
+  const year = now.getUTCFullYear()
+  const month = now.getUTCMonth() - step.months!
+  const lastDay = new Date(Date.UTC(year, month + 1, 0)).getUTCDate()
+  const floor = new Date(now.getTime())
+  floor.setUTCFullYear(year, month, Math.min(now.getUTCDate(), lastDay))
+  return floor.toISOString()
+}

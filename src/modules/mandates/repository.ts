@@ -27,6 +27,11 @@ export interface HoldRequest {
   now: string
   /** The agent whose key pays: the mandate must be granted to it. Absent for an account key. */
   agentId?: string | undefined
+  /**
+   * A recurring AP2 mandate pays only if its last payment was made at or before this time (now less one
+   * window: ap2/constraints.ts recurrenceFloor). Absent: a recurring mandate pays only once.
+   */
+  recurrenceFloor?: string | undefined
 }
 
 /**
@@ -44,6 +49,7 @@ export function holdQuery(db: Executor, p: HoldRequest) {
     .set((eb) => ({
       amount_used: eb('amount_used', '+', p.amount),
       uses_count: eb('uses_count', '+', 1),
+      last_payment_at: p.now,
       updated_at: p.now,
     }))
     .where('id', '=', p.mandateId)
@@ -55,13 +61,30 @@ export function holdQuery(db: Executor, p: HoldRequest) {
     .where('currency', '=', p.currency)
     .where('max_amount', '>=', p.amount)
     .where((eb) => eb(eb('amount_used', '+', p.amount), '<=', eb.ref('budget_amount')))
+    // AP2 terms (migration 0009), null on plain mandates: the least amount, the most uses, one payment per window.
+    .where((eb) => eb.or([eb('min_amount', 'is', null), eb('min_amount', '<=', p.amount)]))
+    .where((eb) => eb.or([eb('max_uses', 'is', null), eb('uses_count', '<', eb.ref('max_uses'))]))
+    .where((eb) => eb.or([
+      eb('recurrence_frequency', 'is', null),
+      eb('last_payment_at', 'is', null),
+      ...(p.recurrenceFloor === undefined ? [] : [eb('last_payment_at', '<=', p.recurrenceFloor)]),
+    ]))
     .$if(p.agentId !== undefined, (q) => q.where('agent_id', '=', p.agentId!))
 }
 
-/** Gives back what a failed payment held. */
+/**
+ * Gives back what a failed payment held: its amount, its use, and its place in the recurrence window
+ * (the last payment is again the latest that still holds; the failed one is already stored as failed).
+ */
 export async function release(trx: Executor, mandateId: string, amount: number, now: string): Promise<void> {
   await trx.updateTable('mandates')
-    .set((eb) => ({ amount_used: eb('amount_used', '-', amount), uses_count: eb('uses_count', '-', 1), updated_at: now }))
+    .set((eb) => ({
+      amount_used: eb('amount_used', '-', amount),
+      uses_count: eb('uses_count', '-', 1),
+      last_payment_at: eb.selectFrom('payments').select((p) => p.fn.max('created_at').as('latest'))
+        .where('mandate_id', '=', mandateId).where('status', '!=', 'failed'),
+      updated_at: now,
+    }))
     .where('id', '=', mandateId)
     .execute()
 }
@@ -151,4 +174,9 @@ export function listMandates(db: Executor, filter: MandateListFilter, page: { li
 export async function countMandates(db: Executor, filter: MandateListFilter): Promise<number> {
   const row = await filtered(db, filter).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
   return Number(row.n)
+}
+
+/** The account's mandate made from this AP2 open mandate (by its issuer JWT's hash), if any. */
+export function findByOpenHash(db: Executor, accountId: string, openHash: string): Promise<Pick<MandateRow, 'id'> | undefined> {
+  return db.selectFrom('mandates').select('id').where('account_id', '=', accountId).where('ap2_open_hash', '=', openHash).executeTakeFirst()
 }

@@ -2,7 +2,8 @@ import type { MandatesTable } from '../../db/schema.js'
 import type { MandateStatus } from './schemas.js'
 
 type MandateState = Pick<MandatesTable,
-  'agent_id' | 'status' | 'expires_at' | 'not_before' | 'usage' | 'uses_count' | 'currency' | 'max_amount' | 'budget_amount' | 'amount_used'>
+  'agent_id' | 'status' | 'expires_at' | 'not_before' | 'usage' | 'uses_count' | 'currency' | 'max_amount' | 'budget_amount' | 'amount_used'
+  | 'min_amount' | 'max_uses' | 'recurrence_frequency' | 'last_payment_at'>
 
 /** The status a reader sees: an active mandate past expires_at reads expired. */
 export function effectiveMandateStatus(mandate: Pick<MandatesTable, 'status' | 'expires_at'>, now: string): MandateStatus {
@@ -21,7 +22,11 @@ export interface Violation {
  * payment (`agentId`), a mandate not granted to that agent is not found. The database
  * enforces the same rules in one conditional update (repository.hold); this only names the failure.
  */
-export function paymentViolation(mandate: MandateState | undefined, payment: { amount: number, currency: string, agentId?: string | undefined }, now: string): Violation | undefined {
+export function paymentViolation(
+  mandate: MandateState | undefined,
+  payment: { amount: number, currency: string, agentId?: string | undefined, recurrenceFloor?: string | undefined },
+  now: string,
+): Violation | undefined {
   // An agent key pays only with the mandates granted to its agent; any other reads as unknown, so that
   // an agent cannot learn which mandates exist.
   if (!mandate || (payment.agentId !== undefined && mandate.agent_id !== payment.agentId)) {
@@ -45,6 +50,16 @@ export function paymentViolation(mandate: MandateState | undefined, payment: { a
   if (mandate.amount_used + payment.amount > mandate.budget_amount) {
     const left = Math.max(0, mandate.budget_amount - mandate.amount_used)
     return { code: 'mandate_budget_exceeded', message: `amount exceeds what is left of the mandate's budget (${left})`, param: 'amount' }
+  }
+  // The AP2 terms (null on plain mandates); param names the open mandate's constraint.
+  if (mandate.min_amount !== null && payment.amount < mandate.min_amount) {
+    return { code: 'constraint_unsatisfied', message: `amount is below the open mandate's least amount of ${mandate.min_amount}`, param: 'payment.amount_range' }
+  }
+  if (mandate.max_uses !== null && mandate.uses_count >= mandate.max_uses) {
+    return { code: 'constraint_unsatisfied', message: `The open mandate allows ${mandate.max_uses} payments (max_occurrences) and all are made`, param: 'payment.agent_recurrence' }
+  }
+  if (mandate.recurrence_frequency !== null && mandate.last_payment_at !== null && !(payment.recurrenceFloor !== undefined && mandate.last_payment_at <= payment.recurrenceFloor)) {
+    return { code: 'constraint_unsatisfied', message: `The open mandate allows one payment per ${mandate.recurrence_frequency.toLowerCase()} period; the last was at ${mandate.last_payment_at}`, param: 'payment.agent_recurrence' }
   }
   return undefined
 }

@@ -11,6 +11,7 @@ import { paymentViolation } from '../mandates/rules.js'
 import { toMandate } from '../mandates/service.js'
 import type { EndpointRow } from '../webhooks/repository.js'
 import type { ChargeOutcome, Processor } from './processors/processor.js'
+import { type Merchant, type PaymentInstrument, recurrenceFloor } from '../ap2/constraints.js'
 import type { PaymentRow } from './repository.js'
 import type { CreatePaymentInput, Payment } from './schemas.js'
 
@@ -40,11 +41,28 @@ export function toPayment(row: PaymentRow): Payment {
     metadata: JSON.parse(row.metadata) as Payment['metadata'],
     created_at: row.created_at,
     updated_at: row.updated_at,
+    ap2: row.ap2 === null ? null : publicAp2(JSON.parse(row.ap2) as PaymentAp2Record),
   }
 }
 
+/** What a payment made with an AP2 closed mandate stores of it (payments.ap2). */
+export interface PaymentAp2Record {
+  /** base64url SHA-256 of the closed mandate as presented: the receipt's `reference`. */
+  reference: string
+  /** base64url SHA-256 of the closed mandate's signed JWT: the key that makes it pay once (ap2_closed_mandates). */
+  replay_key: string
+  nonce: string
+  transaction_id: string
+  payee: Merchant
+  payment_instrument: PaymentInstrument
+}
+
+function publicAp2(record: PaymentAp2Record): NonNullable<Payment['ap2']> {
+  return { reference: record.reference, transaction_id: record.transaction_id, payee: record.payee, payment_instrument: record.payment_instrument }
+}
+
 /** The row of a new payment, as the processor's charge() decided it. */
-export function paymentRow(id: string, accountId: string, input: CreatePaymentInput, mandate: MandateRow, outcome: ChargeOutcome, now: string): PaymentRow {
+export function paymentRow(id: string, accountId: string, input: CreatePaymentInput, mandate: MandateRow, outcome: ChargeOutcome, now: string, ap2?: PaymentAp2Record): PaymentRow {
   return {
     id,
     account_id: accountId,
@@ -61,6 +79,7 @@ export function paymentRow(id: string, accountId: string, input: CreatePaymentIn
     metadata: JSON.stringify(input.metadata ?? {}),
     created_at: now,
     updated_at: now,
+    ap2: ap2 === undefined ? null : JSON.stringify(ap2),
   }
 }
 
@@ -76,6 +95,11 @@ export type MandateEffect = 'keep' | 'consume' | 'release'
 export interface PaymentPlan {
   /** The conditional update that checks every rule at write time: it must take effect, or nothing else may. */
   hold: HoldRequest
+  /**
+   * An AP2 payment's closed mandate, recorded as used, and its nonce, used, in the hold's transaction
+   * (AP2 #346). Only the general path applies such a plan.
+   */
+  ap2?: { record: PaymentAp2Record, agentId: string | undefined } | undefined
   effect: MandateEffect
   payment: PaymentRow
   /** The payment as the API answers it. */
@@ -102,6 +126,8 @@ export interface PlanInput {
   endpoints: Pick<EndpointRow, 'id' | 'events'>[]
   processor: Processor
   now: Date
+  /** The verified closed mandate of an AP2 payment (payments/ap2.ts); required on an AP2 mandate. */
+  ap2?: PaymentAp2Record | undefined
 }
 
 /** The refusal of a payment method the processor does not take (400, before any money rule). */
@@ -130,15 +156,21 @@ export function planPayment(p: PlanInput): Planned {
   // An agent key's hold also requires the mandate to be granted to its agent, in the database.
   const hold: HoldRequest = {
     accountId: ctx.accountId, mandateId: input.mandate_id, amount: input.amount, currency: input.currency, now,
+    recurrenceFloor: recurrenceFloor(mandate?.recurrence_frequency ?? null, p.now),
     ...(ctx.agentId !== undefined ? { agentId: ctx.agentId } : {}),
   }
   const violation = paymentViolation(mandate, hold, now)
   if (violation) return { refusal: errors.payment(violation.code, violation.message, violation.param) }
   if (!mandate) throw new Error('paymentViolation refuses a missing mandate')
+  // An AP2 mandate pays only with a closed mandate, verified before planning (payments/ap2.ts).
+  if (mandate.ap2 !== null && p.ap2 === undefined) {
+    return { refusal: errors.payment('ap2_mandate_required', 'This mandate was made from an AP2 open mandate: a payment on it needs ap2.payment_mandate', 'ap2.payment_mandate') }
+  }
+  if (mandate.ap2 === null && input.ap2 !== undefined) return { refusal: errors.parameterInvalid('ap2', 'ap2.payment_mandate is for mandates made from an AP2 open mandate; this one is not') }
   const id = newId('pay', p.now)
   // charge() only decides, synchronously (docs/processors.md): nothing has left the process yet.
   const outcome = processor.charge({ paymentId: id, amount: input.amount, currency: input.currency, paymentMethod: input.payment_method, protocol: mandate.protocol })
-  const payment = paymentRow(id, ctx.accountId, input, mandate, outcome, now)
+  const payment = paymentRow(id, ctx.accountId, input, mandate, outcome, now, p.ap2)
   const response = toPayment(payment)
   const event = (type: EventType, object: { id: string }): EventInput => ({ accountId: ctx.accountId, type, object, requestId: ctx.requestId, createdAt: now })
   const types: EventType[] = outcome.status === 'pending' ? ['payment.created'] : ['payment.created', outcome.status === 'succeeded' ? 'payment.succeeded' : 'payment.failed']
@@ -150,5 +182,6 @@ export function planPayment(p: PlanInput): Planned {
     const rows = eventRows([event('mandate.consumed', toMandate(consumed, now))])
     return { events: rows, jobs: deliveryJobs(rows, p.endpoints) }
   }
-  return { plan: { hold, effect, payment, response, events, jobs, consumption } }
+  const ap2 = p.ap2 === undefined ? undefined : { record: p.ap2, agentId: ctx.agentId }
+  return { plan: { hold, effect, payment, response, events, jobs, consumption, ap2 } }
 }

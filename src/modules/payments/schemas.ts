@@ -5,6 +5,16 @@ import { MinorAmount } from '../mandates/schemas.js'
 export const PAYMENT_STATUSES = ['pending', 'processing', 'succeeded', 'failed', 'refunded'] as const
 export type PaymentStatus = (typeof PAYMENT_STATUSES)[number]
 
+const Party = Type.Object({ id: Type.String(), name: Type.Optional(Type.String()), type: Type.Optional(Type.String()) }, { additionalProperties: true })
+
+/** What a payment made with an AP2 closed Payment Mandate keeps of it. */
+export const PaymentAp2Schema = Type.Object({
+  reference: Type.String({ description: 'base64url SHA-256 of the closed mandate as presented; the receipt\'s `reference`' }),
+  transaction_id: Type.String({ description: 'The closed mandate\'s transaction_id (the checkout it pays)' }),
+  payee: Party,
+  payment_instrument: Party,
+}, { description: 'The AP2 closed Payment Mandate the payment was made with; null for a plain payment' })
+
 export const PaymentSchema = Type.Object({
   id: Type.String({ examples: ['pay_01jf3v7k8m2n4p6q8r0s2t4v6w'] }),
   mandate_id: Type.String(),
@@ -20,6 +30,7 @@ export const PaymentSchema = Type.Object({
   metadata: Metadata,
   created_at: Timestamp,
   updated_at: Timestamp,
+  ap2: Nullable(PaymentAp2Schema),
 }, {
   $id: 'Payment',
   title: 'Payment',
@@ -38,6 +49,7 @@ export const PaymentSchema = Type.Object({
     metadata: {},
     created_at: '2026-11-22T10:00:00.000Z',
     updated_at: '2026-11-22T10:00:00.000Z',
+    ap2: null,
   }],
 })
 export type Payment = Static<typeof PaymentSchema>
@@ -54,6 +66,13 @@ export const CreatePaymentBody = Type.Object({
     description: 'Sandbox: card, wallet (succeed), test_card_declined, test_insufficient_funds (fail), bank_transfer, test_bank_transfer_failed (settle later). Default card.',
   })),
   metadata: Type.Optional(Metadata),
+  ap2: Type.Optional(Type.Object({
+    payment_mandate: Type.String({
+      minLength: 1,
+      maxLength: 65536,
+      description: 'The AP2 v0.2 closed Payment Mandate (`vct` mandate.payment.1, a kb+sd-jwt `jwt~disclosures~`), or the chain `open~~closed`: signed with the open mandate\'s `cnf` key, `sd_hash` the open mandate\'s, `aud` and `nonce` from POST /ap2/nonces, `payment_amount` this request\'s amount and currency, payee and instrument allowed by the open mandate. It pays once',
+    }),
+  }, { additionalProperties: false, description: 'Required on a mandate made from an AP2 open mandate (else 422 `ap2_mandate_required`)' })),
   idempotency_key: IdempotencyKeyField,
 }, {
   additionalProperties: false,

@@ -14,6 +14,7 @@ import { toMandate } from '../mandates/service.js'
 import type { ChargeRequest, Failure, Processor } from './processors/processor.js'
 import { methodRefusal, type PaymentPlan, planPayment, type SettlePayload, toPayment } from './plan.js'
 import * as repo from './repository.js'
+import { recordClosedMandate, verifyPaymentMandate } from './ap2.js'
 import { createSingleWrite } from './single-write.js'
 import type { CreatePaymentInput, CreateRefundInput, ListPaymentsInput, Payment, Refund } from './schemas.js'
 
@@ -73,6 +74,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
    * writes before it roll back with the transaction.
    */
   async function applyPlan(trx: Trx, plan: PaymentPlan) {
+    await recordClosedMandate(trx, plan)
     await repo.insertPaymentWrites(trx, plan)
     const held = await holdOrRefuse(trx, plan.hold)
     if (plan.effect === 'release') await afterFailure(trx, plan.payment, plan.hold.now)
@@ -106,7 +108,8 @@ export function createPaymentService(deps: PaymentServiceDeps) {
         // A plain read, to refuse early and to learn the mandate's protocol and wish, which never change.
         const mandate = await mandates.findMandate(trx, ctx.accountId, input.mandate_id)
         const endpoints = await enabledEndpoints(trx, ctx.accountId)
-        const { plan, refusal } = planPayment({ ctx, input, mandate, endpoints, processor, now: clock.now() })
+        const ap2 = await verifyPaymentMandate(trx, ctx, input, mandate, clock.now())
+        const { plan, refusal } = planPayment({ ctx, input, mandate, endpoints, processor, now: clock.now(), ap2 })
         if (refusal) throw refusal
         await applyPlan(trx, plan)
         return plan.response

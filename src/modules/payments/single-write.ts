@@ -19,9 +19,9 @@ import type { CreatePaymentInput } from './schemas.js'
  */
 export type CreateInOneWrite = (ctx: RequestContext, input: CreatePaymentInput, pending: PendingAnswer) => Promise<IdempotencyRecord | undefined>
 
-/** The plan, when it is one this write takes. */
+/** The plan, when it is one this write takes (an AP2 payment's closed mandate is the general path's). */
 function oneWritePlan(planned: Planned): PaymentPlan | undefined {
-  return planned.plan?.effect === 'keep' ? planned.plan : undefined
+  return planned.plan?.effect === 'keep' && planned.plan.ap2 === undefined ? planned.plan : undefined
 }
 
 export function createSingleWrite(deps: { db: Database, clock: Clock, processor: Processor }): CreateInOneWrite {
@@ -32,6 +32,7 @@ export function createSingleWrite(deps: { db: Database, clock: Clock, processor:
 
   if (!sqlite) {
     return async (ctx, input, pending) => {
+      if (input.ap2 !== undefined) return undefined
       const { mandate, endpoints } = await repo.readForPayment(kysely, ctx.accountId, input.mandate_id)
       const plan = oneWritePlan(planPayment({ ctx, input, mandate, endpoints, processor, now: clock.now() }))
       if (!plan) return undefined
@@ -49,6 +50,8 @@ export function createSingleWrite(deps: { db: Database, clock: Clock, processor:
 
   const group = createGroupCommit({ kysely, sqlite })
   return async (ctx, input, pending) => {
+    // A closed mandate is verified asynchronously, which a group commit's synchronous section cannot.
+    if (input.ap2 !== undefined) return undefined
     try {
       return await group.submit((exec) => {
         const mandate = exec.all(mandates.findMandateQuery(kysely, ctx.accountId, input.mandate_id))[0]
