@@ -179,5 +179,19 @@ for (const kind of storeKinds()) {
       assertError(await a.request('GET', '/payments', undefined, { key: agent.key }), 401, 'authentication_error', 'invalid_api_key')
       assert.equal(await amountUsed(mandate.id), 100)
     })
+
+    test('a key still cached after its agent is disabled pays nothing: the hold checks the agent (both executors)', async () => {
+      const a = await t.account()
+      const agent = await newAgent(a)
+      const mandate = await createMandate(t, a, { usage: 'multi_use', budget_amount: 5000, agent_id: agent.id })
+      // Disabled behind the key cache's back, as another process would.
+      await t.store.db.kysely.updateTable('agents').set({ status: 'disabled' }).where('id', '=', agent.id).execute()
+      const ctx = { accountId: a.id, requestId: 'req_test', agentId: agent.id }
+      const input = { mandate_id: mandate.id, amount: 100, currency: 'USD', payment_method: 'card' }
+      const pending = { record: (status: number, payload: unknown) => ({ account_id: a.id, key: randomUUID(), fingerprint: '', response_status: status, response_body: JSON.stringify(payload), created_at: '', expires_at: '' }) }
+      assert.equal(await t.services.payments.createInOneWrite(ctx, input, pending as never), undefined)
+      await assert.rejects(t.services.payments.create(ctx, input), (e: any) => e.status === 401 && e.code === 'invalid_api_key')
+      assert.equal(await amountUsed(mandate.id), 0)
+    })
   })
 }

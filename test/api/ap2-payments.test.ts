@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
+import { createLocalJWKSet, jwtVerify } from 'jose'
+import { purgeLapsedNonces } from '../../src/modules/ap2/nonces.js'
 import { sha256Base64Url } from '../../src/modules/ap2/open-mandate.js'
 import { startTestApp, type TestApp } from '../helpers/app.js'
 import { ap2Setup, closedFor, nonceFor, nowSeconds, onDemand, payAp2 } from '../helpers/ap2.js'
@@ -88,6 +90,14 @@ for (const kind of storeKinds()) {
         payment_instrument: { id: 'pi_1', type: 'card', description: 'Card 4242' },
       })
       assert.deepEqual((await s.a.request('GET', `/payments/${payment.id}`, undefined, { key: s.agent.key })).body.data, payment)
+      // Its receipt, signed by Wishpay's key, binds the closed mandate by its hash.
+      const receipt = await s.a.request('GET', `/payments/${payment.id}/receipt`, undefined, { key: s.agent.key })
+      assert.equal(receipt.status, 200, receipt.raw)
+      const jwks = createLocalJWKSet((await t.inject({ method: 'GET', url: '/.well-known/jwks.json' })).body)
+      const { payload } = await jwtVerify(receipt.body.data.receipt, jwks, { algorithms: ['ES256'] })
+      assert.equal(payload.reference, payment.ap2.reference)
+      assert.equal(payload.payment_id, payment.id)
+      assert.equal(payload.status, 'Success')
       const replay = await payAp2(s, token, 1500)
       assertError(replay, 422, 'payment_error', 'mandate_replayed')
       // The open~~closed chain is the same closed mandate.
@@ -154,6 +164,12 @@ for (const kind of storeKinds()) {
       const otherKey = (await s.a.request('POST', `/agents/${other.body.data.id}/keys`, {})).body.data.key
       const foreign = (await s.a.request('POST', '/ap2/nonces', {}, { key: otherKey })).body.data
       assertError(await payAp2(s, await closedFor(t, s, { nonce: foreign.nonce, aud: foreign.audience })), 422, 'payment_error', 'nonce_invalid')
+      // A day after they lapse, nonces are deleted (the periodic ap2-nonce-purge).
+      const nonces = () => t.store.db.kysely.selectFrom('ap2_nonces').select('nonce').where('account_id', '=', s.a.id).execute()
+      assert.ok((await nonces()).length >= 3)
+      t.clock.advance(86_400_000 + 300_000)
+      await purgeLapsedNonces(t.store.db, t.clock.now())
+      assert.deepEqual(await nonces(), [])
     })
 
     test('revoking the issuer\'s trusted key stops payments on its mandates', async () => {

@@ -21,6 +21,20 @@ function toNonce(row: repo.NonceRow): Nonce {
   return { nonce: row.nonce, audience: audienceFor(row.account_id), agent_id: row.agent_id, expires_at: row.expires_at, created_at: row.created_at }
 }
 
+/** How long a lapsed nonce is kept, so that a late payment hears "lapsed" rather than "not issued". */
+export const LAPSED_NONCE_RETENTION_MS = 86_400_000
+
+/** Deletes nonces that lapsed more than a day ago, in batches; returns how many. */
+export async function purgeLapsedNonces(db: Database, now: Date): Promise<number> {
+  const before = toTimestamp(new Date(now.getTime() - LAPSED_NONCE_RETENTION_MS))
+  let total = 0
+  for (;;) {
+    const deleted = await repo.pruneNonces(db.kysely, before, 1000)
+    total += deleted
+    if (deleted < 1000) return total
+  }
+}
+
 /** Nonces for AP2 closed mandates: issued here, used once by the payment that carries them. */
 export function createNonceService(deps: { db: Database, clock: Clock }) {
   const { db, clock } = deps

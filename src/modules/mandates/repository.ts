@@ -69,7 +69,9 @@ export function holdQuery(db: Executor, p: HoldRequest) {
       eb('last_payment_at', 'is', null),
       ...(p.recurrenceFloor === undefined ? [] : [eb('last_payment_at', '<=', p.recurrenceFloor)]),
     ]))
-    .$if(p.agentId !== undefined, (q) => q.where('agent_id', '=', p.agentId!))
+    // An agent's key pays only while the agent is active: its key may still be in another process's cache.
+    .$if(p.agentId !== undefined, (q) => q.where('agent_id', '=', p.agentId!)
+      .where((eb) => eb.exists(eb.selectFrom('agents').select('agents.id').where('agents.id', '=', p.agentId!).where('agents.status', '=', 'active'))))
 }
 
 /**

@@ -12,7 +12,7 @@ export const mandateRoutes: FastifyPluginAsyncTypebox<{ mandates: MandateService
     schema: {
       operationId: 'createMandate',
       summary: 'Create a mandate',
-      description: 'Grants an agent a bounded authority to spend: at most `max_amount` per payment and `budget_amount` in all, until `expires_at`. With `wish_id`, the wish must be open (else 422 `wish_not_usable`), share the protocol (`protocol_mismatch`), and `budget_amount` may not exceed its budget (`wish_budget_exceeded`); the wish\'s budget currency becomes the mandate\'s (`currency_mismatch` if another is sent).',
+      description: 'Grants an agent a bounded authority to spend: at most `max_amount` per payment and `budget_amount` in all, until `expires_at`. With `wish_id`, the wish must be open (else 422 `wish_not_usable`), share the protocol (`protocol_mismatch`), and `budget_amount` may not exceed its budget (`wish_budget_exceeded`); the wish\'s budget currency becomes the mandate\'s (`currency_mismatch` if another is sent). With `ap2.open_payment_mandate` the terms come from an AP2 open Payment Mandate signed by a trusted key (refusals: `issuer_untrusted`, `mandate_signature_invalid`, `disclosure_invalid`, `mandate_expired`, `constraint_unsupported`, … as 422 `payment_error`, `mandate_malformed` as 400); one open mandate makes one mandate (`mandate_replayed`).',
       tags,
       body: CreateMandateBody,
       response: { 201: Type.Object({ data: MandateRef }, { description: 'The new mandate' }), ...writeErrors(422) },

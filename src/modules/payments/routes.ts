@@ -20,7 +20,7 @@ export const paymentRoutes: FastifyPluginAsyncTypebox<{ payments: PaymentService
     schema: {
       operationId: 'createPayment',
       summary: 'Create a payment',
-      description: `Pays against a mandate. The mandate is checked atomically, in this order, and the first failure answers 422 \`payment_error\`: \`mandate_not_found\`, \`mandate_revoked\`, \`mandate_expired\`, \`mandate_not_yet_valid\`, \`mandate_consumed\`, \`currency_mismatch\`, \`amount_exceeds_mandate\`, \`mandate_budget_exceeded\`. A declined payment is still a 201, with \`status: failed\`. ${IDEMPOTENCY}`,
+      description: `Pays against a mandate. The mandate is checked atomically, in this order, and the first failure answers 422 \`payment_error\`: \`mandate_not_found\`, \`mandate_revoked\`, \`mandate_expired\`, \`mandate_not_yet_valid\`, \`mandate_consumed\`, \`currency_mismatch\`, \`amount_exceeds_mandate\`, \`mandate_budget_exceeded\`. On a mandate made from an AP2 open mandate, the hold also checks its least amount, \`max_occurrences\` and recurrence window (\`constraint_unsatisfied\`, \`param\` the constraint), and the payment needs \`ap2.payment_mandate\` (\`ap2_mandate_required\`), a closed mandate verified as its description says; each closed mandate pays once (\`mandate_replayed\`). A declined payment is still a 201, with \`status: failed\`. ${IDEMPOTENCY}`,
       tags,
       body: CreatePaymentBody,
       response: { 201: Type.Object({ data: PaymentRef }, { description: 'The payment' }), ...writeErrors(409, 422) },

@@ -14,6 +14,7 @@ import { toMandate } from '../mandates/service.js'
 import type { ChargeRequest, Failure, Processor } from './processors/processor.js'
 import { methodRefusal, type PaymentPlan, planPayment, type SettlePayload, toPayment } from './plan.js'
 import * as repo from './repository.js'
+import { findAgent } from '../agents/repository.js'
 import { recordClosedMandate, verifyPaymentMandate } from './ap2.js'
 import { createSingleWrite } from './single-write.js'
 import type { CreatePaymentInput, CreateRefundInput, ListPaymentsInput, Payment, Refund } from './schemas.js'
@@ -52,6 +53,8 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       const mandate = await mandates.findMandate(trx, request.accountId, request.mandateId)
       const violation = paymentViolation(mandate, request, request.now)
       if (violation) throw errors.payment(violation.code, violation.message, violation.param)
+      // The agent was disabled after its key was read from a cache: the key no longer works.
+      if (request.agentId !== undefined && (await findAgent(trx, request.accountId, request.agentId))?.status !== 'active') throw errors.invalidApiKey()
     }
     throw errors.payment('mandate_budget_exceeded', 'The mandate cannot take this payment now', 'amount')
   }
