@@ -5,6 +5,7 @@ import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.js'
 import { assertError, assertNotFound, assertPaymentError, ids } from '../helpers/assertions.js'
 import { createMandate, getList } from '../helpers/fixtures.js'
 import { storeKinds } from '../helpers/stores.js'
+import { pendingAnswer } from '../helpers/idempotency.js'
 import { hold } from '../../src/modules/mandates/repository.js'
 
 /**
@@ -188,8 +189,7 @@ for (const kind of storeKinds()) {
       await t.store.db.kysely.updateTable('agents').set({ status: 'disabled' }).where('id', '=', agent.id).execute()
       const ctx = { accountId: a.id, requestId: 'req_test', agentId: agent.id }
       const input = { mandate_id: mandate.id, amount: 100, currency: 'USD', payment_method: 'card' }
-      const pending = { record: (status: number, payload: unknown) => ({ account_id: a.id, key: randomUUID(), fingerprint: '', response_status: status, response_body: JSON.stringify(payload), created_at: '', expires_at: '' }) }
-      assert.equal(await t.services.payments.createInOneWrite(ctx, input, pending as never), undefined)
+      assert.equal(await t.services.payments.createInOneWrite(ctx, input, pendingAnswer(t, a, randomUUID())), undefined)
       await assert.rejects(t.services.payments.create(ctx, input), (e: any) => e.status === 401 && e.code === 'invalid_api_key')
       assert.equal(await amountUsed(mandate.id), 0)
     })
