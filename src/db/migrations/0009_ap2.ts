@@ -17,7 +17,7 @@ import type { Kysely } from 'kysely'
  * Every new mandates/payments column is nullable, so plain mandates and payments are unchanged.
  */
 export async function up(db: Kysely<any>): Promise<void> {
-  await db.schema.alterTable('mandates').addColumn('min_amount', 'integer').execute()
+  await db.schema.alterTable('mandates').addColumn('min_amount', 'bigint').execute()
   await db.schema.alterTable('mandates').addColumn('max_uses', 'integer').execute()
   await db.schema.alterTable('mandates').addColumn('recurrence_frequency', 'text').execute()
   await db.schema.alterTable('mandates').addColumn('last_payment_at', 'text').execute()
