@@ -24,6 +24,9 @@ import { trustedKeyRoutes } from './modules/trusted-keys/routes.js'
 import { TrustedKeySchema } from './modules/trusted-keys/schemas.js'
 import { ap2Routes } from './modules/ap2/routes.js'
 import { NonceSchema } from './modules/ap2/schemas.js'
+import { acpDiscoveryRoutes, acpRoutes } from './modules/acp/routes.js'
+import { vaultTokenRoutes } from './modules/vault-tokens/routes.js'
+import { VaultTokenSchema } from './modules/vault-tokens/schemas.js'
 import { eventRoutes } from './modules/events/routes.js'
 import { EventSchema } from './modules/events/schemas.js'
 import { healthRoutes } from './modules/health/routes.js'
@@ -88,7 +91,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   })
   registerTextGuard(app)
   const shared = [ErrorResponse, WishSchema, MandateSchema, PaymentSchema, RefundSchema, EventSchema,
-    WebhookEndpointSchema, CreatedWebhookEndpointSchema, DeliveryAttemptSchema, AgentSchema, TrustedKeySchema, NonceSchema]
+    WebhookEndpointSchema, CreatedWebhookEndpointSchema, DeliveryAttemptSchema, AgentSchema, TrustedKeySchema, NonceSchema, VaultTokenSchema]
   for (const schema of shared) app.addSchema(schema)
   const lifecycle = deps.lifecycle ?? { draining: false }
   registerRequestContext(app)
@@ -106,6 +109,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerMetrics(app, deps.metrics ?? createMetrics({ db: deps.db, clock }), deps.config.metricsToken)
   await app.register(healthRoutes, { db: deps.db, lifecycle })
   await app.register(jwksRoutes, { receipts: services.receipts })
+  await app.register(acpDiscoveryRoutes)
   await app.register(async (api) => {
     api.addHook('onRequest', authenticate(services.accounts))
     api.addHook('onRequest', limitRate)
@@ -117,6 +121,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await api.register(agentRoutes, { agents: services.agents })
     await api.register(trustedKeyRoutes, { trustedKeys: services.trustedKeys })
     await api.register(ap2Routes, { nonces: services.nonces })
+    await api.register(vaultTokenRoutes, { vaultTokens: services.vaultTokens })
+    await api.register(acpRoutes, { vaultTokens: services.vaultTokens, acpClientKeys: services.trustedKeys.acpClientKeys, clock })
     await api.register(receiptRoutes, { receipts: services.receipts })
   })
   return app

@@ -15,6 +15,8 @@ export interface Config {
   readonly webhookRetryScale: number
   readonly webhookAllowPrivate: boolean
   readonly metricsToken: string | undefined
+  /** The key of ACP card fingerprints (HMAC); unset: one the server makes on first use and keeps in the database. */
+  readonly cardFingerprintSecret: string | undefined
   readonly defaultProtocol: 'ap2' | 'acp'
   /** How long a stopping server waits for in-flight requests before closing their connections. */
   readonly shutdownTimeoutMs: number
@@ -108,6 +110,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookRetryScale: read('WEBHOOK_RETRY_SCALE', positiveNumber, 1),
     webhookAllowPrivate: read('WEBHOOK_ALLOW_PRIVATE', boolean, false),
     metricsToken: read<string | undefined>('METRICS_TOKEN', text, undefined),
+    cardFingerprintSecret: read<string | undefined>('CARD_FINGERPRINT_SECRET', text, undefined),
     defaultProtocol: read('DEFAULT_PROTOCOL', oneOf(['ap2', 'acp'] as const), 'ap2'),
     shutdownTimeoutMs: read('SHUTDOWN_TIMEOUT_MS', integer(0, 600_000), 10_000),
     production: env.NODE_ENV === 'production',

@@ -9,6 +9,7 @@ import { createSandboxProcessor } from './modules/payments/processors/sandbox.js
 import { createPaymentService } from './modules/payments/service.js'
 import { createReceiptService } from './modules/receipts/service.js'
 import { createNonceService } from './modules/ap2/nonces.js'
+import { createVaultTokenService } from './modules/vault-tokens/service.js'
 import { createTrustedKeyService } from './modules/trusted-keys/service.js'
 import { createEventService } from './modules/events/service.js'
 import { createWebhookService } from './modules/webhooks/service.js'
@@ -38,6 +39,7 @@ export function createServices(deps: ServiceDeps) {
     webhooks: createWebhookService({ db, clock, config }),
     trustedKeys,
     nonces: createNonceService({ db, clock }),
+    vaultTokens: createVaultTokenService({ db, clock, cardFingerprintSecret: config.cardFingerprintSecret }),
     receipts: createReceiptService({ db, clock }),
   }
 }

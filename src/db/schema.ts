@@ -56,7 +56,7 @@ export interface TrustedKeysTable {
   account_id: string
   /** Unique per account, revoked keys included. */
   kid: string
-  role: 'trusted_agent_provider' | 'user_credential_issuer'
+  role: 'trusted_agent_provider' | 'user_credential_issuer' | 'acp_client'
   /** The public JWK (JSON text), public members only. */
   public_jwk: string
   status: 'active' | 'revoked'
@@ -223,6 +223,31 @@ export interface DatabaseSchema {
   ap2_closed_mandates: Ap2ClosedMandatesTable
   signing_keys: SigningKeysTable
   receipts: ReceiptsTable
+  vault_tokens: VaultTokensTable
+  server_secrets: ServerSecretsTable
+}
+
+/** Secrets the server makes for itself (migration 0010). */
+export interface ServerSecretsTable {
+  name: string
+  value: string
+  created_at: string
+}
+
+/** ACP vault tokens (migration 0010): JSON text in allowance, card, billing_address, risk_signals, metadata. */
+export interface VaultTokensTable {
+  id: string
+  account_id: string
+  mandate_id: string
+  parent_mandate_id: string | null
+  merchant_id: string
+  checkout_session_id: string
+  allowance: string
+  card: string
+  billing_address: string | null
+  risk_signals: string
+  metadata: string
+  created_at: string
 }
 
 /** AP2 nonces (migration 0009): single use, short-lived. */

@@ -6,7 +6,7 @@ import {
   createIdempotencyStore, type IdempotencyRecord, type IdempotencyStore, type KeyUse, type PendingAnswer,
 } from '../modules/idempotency/store.js'
 import { errorBody, toAppError } from './error-handler.js'
-import { errors } from '../lib/errors.js'
+import { type AppError, errors } from '../lib/errors.js'
 
 export type IdempotencyMode = 'required' | 'optional'
 
@@ -19,6 +19,10 @@ export interface IdempotencyOptions {
    * answer, or undefined having written nothing, and the route's handler runs as usual.
    */
   oneWrite?: (request: FastifyRequest, pending: PendingAnswer) => Promise<IdempotencyRecord | undefined>
+  /** Keys are the account's; a scope (ACP: its path) makes a key used here another key than elsewhere. */
+  keyScope?: string
+  /** The body of a saved refusal (404, 422); default the contract's envelope (ACP routes answer theirs). */
+  errorBody?: (error: AppError, requestId: string) => unknown
 }
 
 declare module 'fastify' {
@@ -107,7 +111,10 @@ function replay(reply: FastifyReply, record: IdempotencyRecord, use: KeyUse) {
  * Runs the handler in the key's transaction and answers the record of what it ended with: its payload,
  * or a 404/422 outcome, which is saved while the work that led to it is undone.
  */
-async function runAndRecord(request: FastifyRequest, reply: FastifyReply, trx: Trx, undo: () => Promise<void>, pending: PendingAnswer, run: () => Promise<unknown>) {
+async function runAndRecord(
+  request: FastifyRequest, reply: FastifyReply, trx: Trx, undo: () => Promise<void>, pending: PendingAnswer, run: () => Promise<unknown>,
+  bodyOf: (error: AppError, requestId: string) => unknown = errorBody,
+) {
   request.ctx.transaction = trx
   try {
     const payload = await run()
@@ -117,7 +124,7 @@ async function runAndRecord(request: FastifyRequest, reply: FastifyReply, trx: T
     const appError = toAppError(error)
     if (!SAVED_ERROR_STATUSES.has(appError.status)) throw error
     await undo()
-    return pending.record(appError.status, errorBody(appError, request.id))
+    return pending.record(appError.status, bodyOf(appError, request.id))
   } finally {
     request.ctx.transaction = undefined
   }
@@ -133,7 +140,8 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
   const store: IdempotencyStore = createIdempotencyStore({ db: deps.db, ttlSeconds: deps.ttlSeconds })
 
   async function runOnce(request: FastifyRequest, reply: FastifyReply, key: string, options: IdempotencyOptions, run: () => Promise<unknown>) {
-    const use: KeyUse = { accountId: request.ctx.accountId, key, fingerprint: fingerprintOf(request), now: deps.clock.now() }
+    const scoped = options.keyScope === undefined ? key : `${options.keyScope} ${key}`
+    const use: KeyUse = { accountId: request.ctx.accountId, key: scoped, fingerprint: fingerprintOf(request), now: deps.clock.now() }
     // Replays are answered from the stored bytes without opening a transaction.
     const saved = await store.find(use)
     if (saved) return replay(reply, saved, use)
@@ -144,7 +152,7 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
         store.remember(written)
         return answer(reply, written)
       }
-      const outcome = await store.transact(use, (trx, undo) => runAndRecord(request, reply, trx, undo, pending, run))
+      const outcome = await store.transact(use, (trx, undo) => runAndRecord(request, reply, trx, undo, pending, run, options.errorBody))
       return outcome.replayed ? replay(reply, outcome.record, use) : answer(reply, outcome.record)
     })
   }

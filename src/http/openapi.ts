@@ -29,6 +29,8 @@ const IDEMPOTENCY_STATUSES = [409, 422]
 const REPLAYED_ERROR_STATUSES = new Set(['404', '422'])
 /** Private marker from `transform` to `transformObject`; never left in the document. */
 const IDEMPOTENCY_MARK = 'x-wishpay-idempotency'
+/** A route that speaks another protocol's version (ACP) marks its schema with it; see completeDocument. */
+export const PROTOCOL_VERSION_MARK = 'x-wishpay-protocol-version'
 
 type Responses = Record<string, unknown>
 
@@ -117,6 +119,15 @@ interface Operation {
   requestBody?: { required?: boolean, content?: Record<string, { schema?: { required?: string[] } }> }
   responses?: Record<string, { headers?: Record<string, unknown> }>
   [IDEMPOTENCY_MARK]?: string
+  [PROTOCOL_VERSION_MARK]?: string
+}
+
+/** The request headers of a route of another protocol (ACP): its version, and its own required Idempotency-Key. */
+function protocolParameters(version: string): unknown[] {
+  return [
+    { name: 'API-Version', in: 'header', required: true, description: `The protocol version: ${version} (else 400 missing_api_version or unsupported_api_version, with supported_versions).`, schema: { type: 'string', enum: [version] } },
+    { name: 'Idempotency-Key', in: 'header', required: true, description: 'Required (else 400 idempotency_key_required); scoped to this path; the same body replays the first answer, another is 422 idempotency_conflict, one still running 409 idempotency_in_flight.', schema: { type: 'string', minLength: 1, maxLength: 255 } },
+  ]
 }
 
 interface Document {
@@ -134,15 +145,23 @@ function completeDocument(doc: Document): Document {
   for (const item of Object.values(doc.paths ?? {})) {
     for (const op of Object.values(item)) {
       const idempotent = op[IDEMPOTENCY_MARK] !== undefined
+      const protocolVersion = op[PROTOCOL_VERSION_MARK]
       delete op[IDEMPOTENCY_MARK]
-      if (idempotent) op.parameters = [...(op.parameters ?? []), { $ref: '#/components/parameters/IdempotencyKey' }]
+      delete op[PROTOCOL_VERSION_MARK]
+      if (protocolVersion !== undefined) op.parameters = [...(op.parameters ?? []), ...protocolParameters(protocolVersion)]
+      else if (idempotent) op.parameters = [...(op.parameters ?? []), { $ref: '#/components/parameters/IdempotencyKey' }]
 
       const body = op.requestBody?.content?.['application/json']?.schema
       if (op.requestBody && body && !(body.required?.length)) op.requestBody.required = false
 
       const authenticated = (op.security ?? doc.security ?? []).length > 0
       for (const [status, response] of Object.entries(op.responses ?? {})) {
-        const headers: Record<string, unknown> = { 'Request-Id': header('Request-Id'), 'API-Version': header('API-Version') }
+        // Answers made before routing (408, 417, 431) are Wishpay's, with its version.
+        const ownVersion = protocolVersion !== undefined && !['408', '417', '431'].includes(status)
+        const headers: Record<string, unknown> = {
+          'Request-Id': header('Request-Id'),
+          'API-Version': ownVersion ? { ...HEADERS['API-Version'], schema: { type: 'string', enum: [protocolVersion] } } : header('API-Version'),
+        }
         // A read key on a write is refused before the limiter counts the request; failed authentications
         // (401, and their 429) are counted per client address, with headers of their own policy.
         if (authenticated && status !== '403') {

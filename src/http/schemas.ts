@@ -97,6 +97,8 @@ export const PAYMENT_ERROR_CODES = [
   // ...then, on a mandate made from an AP2 open mandate: its least amount, uses and recurrence window
   // (param: the constraint), and the closed mandate it needs
   'constraint_unsatisfied', 'ap2_mandate_required',
+  // POST /payments with an ACP vault_token
+  'vault_token_not_found', 'vault_token_merchant_mismatch', 'vault_token_session_mismatch',
   // POST /mandates with a wish_id
   'wish_not_usable', 'protocol_mismatch', 'wish_budget_exceeded',
   // POST /mandates with an agent_id, PUT /wishes/{id} with an agent_id

@@ -22,7 +22,7 @@ function pooledRandom(): number {
  */
 const nextUlid = monotonicFactory(pooledRandom)
 
-export type IdPrefix = 'acct' | 'key' | 'wish' | 'mdt' | 'pay' | 're' | 'evt' | 'we' | 'req' | 'job' | 'wha' | 'agt' | 'tk'
+export type IdPrefix = 'acct' | 'key' | 'wish' | 'mdt' | 'pay' | 're' | 'evt' | 'we' | 'req' | 'job' | 'wha' | 'agt' | 'tk' | 'vt'
 
 export function newId(prefix: IdPrefix, at: Date = new Date()): string {
   return `${prefix}_${nextUlid(at.getTime()).toLowerCase()}`

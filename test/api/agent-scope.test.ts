@@ -57,6 +57,15 @@ for (const kind of storeKinds()) {
           if (AGENT_OPERATIONS.has(op.operationId)) {
             assert.notEqual(res.status, 403, `${op.operationId}: ${res.raw}`)
             allowed++
+          } else if (op.operationId === 'delegatePayment') {
+            // ACP's route answers the same refusal as ACP's flat error (src/http/acp-errors.ts), under its version.
+            assert.equal(res.status, 403, res.raw)
+            assert.equal(res.body.error, undefined, 'no Wishpay envelope on an ACP route')
+            assert.equal(res.body.code, 'insufficient_scope', res.raw)
+            assert.equal(typeof res.body.type, 'string', res.raw)
+            assert.match(res.body.message, /agent key/, op.operationId)
+            assert.equal(res.headers['api-version'], '2026-04-17')
+            refused++
           } else {
             assertError(res, 403, 'permission_error', 'insufficient_scope')
             assert.match(res.body.error.message, /agent key/, op.operationId)

@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict'
 import { generateKeyPairSync, randomUUID } from 'node:crypto'
+import fs from 'node:fs'
+import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
+import { fileURLToPath } from 'node:url'
 import { buildApp } from '../../src/app.js'
 import { type Response, startAppWithClosedDatabase, startTestApp, type TestAccount, type TestApp, toResponse } from '../helpers/app.js'
 import { createMandate } from '../helpers/fixtures.js'
@@ -35,6 +38,19 @@ function ecJwk(kid: string = randomUUID(), withPrivate = false): Record<string, 
 }
 const ONE_MIB = 1024 * 1024
 
+/** ACP's Delegate Payment API (src/modules/acp/routes.ts): its own version header, and its official example request. */
+const ACP_VERSION = '2026-04-17'
+const ACP_HEADERS = { 'api-version': ACP_VERSION }
+const ACP_EXAMPLES = JSON.parse(fs.readFileSync(path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../shared/protocols/acp-2026-04-17/examples.delegate_payment.json'), 'utf8'))
+/** The official request (as test/api/acp-delegate-payment.test.ts's officialRequest), unexpired, for checkout session `seed`. */
+function acpRequest(now: Date, seed: number): any {
+  const body = structuredClone(ACP_EXAMPLES.delegate_payment_request)
+  body.allowance.expires_at = new Date(now.getTime() + 3600_000).toISOString()
+  body.allowance.checkout_session_id = `csn_declared_${seed}`
+  body.payment_method.exp_year = String(now.getUTCFullYear() + 2)
+  return body
+}
+
 async function data(res: Response): Promise<any> {
   assert.ok(res.status < 300, `${res.status} ${res.raw}`)
   return res.body.data
@@ -56,6 +72,11 @@ const make = {
     const payment = await make.payment(t, a, seed, paymentMethod)
     await t.store.db.kysely.updateTable('payments').set({ ap2: JSON.stringify({ reference: `closed-mandate-${seed}` }) }).where('id', '=', payment.id).execute()
     return payment
+  },
+  vaultToken: async (t: TestApp, a: TestAccount, seed: number): Promise<any> => {
+    const res = await a.request('POST', '/agentic_commerce/delegate_payment', acpRequest(t.clock.now(), seed), { headers: { ...ACP_HEADERS, 'idempotency-key': randomUUID() } })
+    assert.equal(res.status, 201, res.raw)
+    return res.body
   },
   event: async (a: TestAccount): Promise<any> => {
     await make.wish(a, 0)
@@ -104,6 +125,11 @@ function validRequests(t: TestApp): Record<string, Maker> {
     createAp2Nonce: async () => ({ method: 'POST', url: '/ap2/nonces', body: {} }),
     getJwks: async () => ({ method: 'GET', url: '/.well-known/jwks.json' }),
     getPaymentReceipt: async (a, seed) => ({ method: 'GET', url: `/payments/${(await make.ap2Payment(t, a, seed)).id}/receipt` }),
+    getVaultToken: async (a, seed) => ({ method: 'GET', url: `/vault_tokens/${(await make.vaultToken(t, a, seed)).id}` }),
+    revokeVaultToken: async (a, seed) => ({ method: 'POST', url: `/vault_tokens/${(await make.vaultToken(t, a, seed)).id}/revoke` }),
+    getAcpDiscovery: async () => ({ method: 'GET', url: '/.well-known/acp.json' }),
+    // ACP's route: its API-Version header is part of every valid request (the Idempotency-Key is added as for every POST).
+    delegatePayment: async (_a, seed) => ({ method: 'POST', url: '/agentic_commerce/delegate_payment', body: acpRequest(t.clock.now(), seed), headers: ACP_HEADERS }),
   }
 }
 
@@ -156,6 +182,26 @@ function serviceRefusals(t: TestApp): Record<string, Array<(a: TestAccount) => P
     getPaymentReceipt: [
       async (a) => ({ method: 'GET', url: `/payments/${(await make.payment(t, a, 1)).id}/receipt` }),
       async (a) => ({ method: 'GET', url: `/payments/${(await make.ap2Payment(t, a, 1, 'bank_transfer')).id}/receipt` }),
+    ],
+    revokeVaultToken: [async (a) => {
+      const token = await make.vaultToken(t, a, 1)
+      await a.request('POST', `/vault_tokens/${token.id}/revoke`)
+      return { method: 'POST', url: `/vault_tokens/${token.id}/revoke` }
+    }],
+    delegatePayment: [
+      // ACP's refusals, each its flat error (declared per status): a card, an allowance, the version header.
+      async () => {
+        const body = acpRequest(t.clock.now(), 1)
+        body.payment_method.number = '4242424242424241'
+        return { method: 'POST', url: '/agentic_commerce/delegate_payment', body, headers: ACP_HEADERS }
+      },
+      async () => {
+        const body = acpRequest(t.clock.now(), 1)
+        body.allowance.expires_at = '2020-01-01T00:00:00Z'
+        return { method: 'POST', url: '/agentic_commerce/delegate_payment', body, headers: ACP_HEADERS }
+      },
+      async () => ({ method: 'POST', url: '/agentic_commerce/delegate_payment', body: acpRequest(t.clock.now(), 1) }),
+      async () => ({ method: 'POST', url: '/agentic_commerce/delegate_payment', body: acpRequest(t.clock.now(), 1), headers: { 'api-version': '2025-01-01' } }),
     ],
     revokeTrustedKey: [async (a) => {
       const key = await make.trustedKey(a)
@@ -231,7 +277,7 @@ for (const kind of storeKinds()) {
         const a = await t.account()
         assert.ok(valid[o.op.operationId], `no valid request for ${o.op.operationId}: add one to validRequests()`)
         const request = await valid[o.op.operationId]!(a, ++seed)
-        const res = await send(t.app.inject.bind(t.app), a.key, { ...request, headers: keyFor(o.method) })
+        const res = await send(t.app.inject.bind(t.app), a.key, { ...request, headers: { ...request.headers, ...keyFor(o.method) } })
         assert.ok(res.status >= 200 && res.status < 300, `${o.key}: ${res.status} ${res.raw}`)
       }
     })
@@ -252,7 +298,7 @@ for (const kind of storeKinds()) {
       for (const o of contract.operations.filter((x) => x.path.includes('{'))) {
         const a = await t.account()
         const request = await valid[o.op.operationId]!(a, ++seed)
-        const headers = keyFor(o.method)
+        const headers = { ...request.headers, ...keyFor(o.method) }
         assert.equal((await send(t.app.inject.bind(t.app), a.key, { ...request, headers, url: withId(request.url, 'x_unknown') })).status, 404, o.key)
         assert.equal((await send(t.app.inject.bind(t.app), a.key, { ...request, url: withId(request.url, 'x'.repeat(256)) })).status, 400, o.key)
         assert.equal((await send(t.app.inject.bind(t.app), a.key, { ...request, url: withId(request.url, 'x'.repeat(5000)) })).status, 414, o.key)
@@ -266,7 +312,7 @@ for (const kind of storeKinds()) {
         const request = await valid[o.op.operationId]!(a, ++seed)
         for (const query of ['limit=0', 'offset=-1', 'colour=red', 'limit=1e3']) {
           const url = `${request.url}${request.url.includes('?') ? '&' : '?'}${query}`
-          await send(t.app.inject.bind(t.app), a.key, { ...request, url, headers: keyFor(o.method) })
+          await send(t.app.inject.bind(t.app), a.key, { ...request, url, headers: { ...request.headers, ...keyFor(o.method) } })
         }
       }
     })
@@ -286,15 +332,15 @@ for (const kind of storeKinds()) {
         ]
         for (const [body, headers, expected] of cases) {
           const request = await make()
-          const res = await send(t.app.inject.bind(t.app), a.key, { ...request, body, headers: { ...key(), ...headers } })
+          const res = await send(t.app.inject.bind(t.app), a.key, { ...request, body, headers: { ...request.headers, ...key(), ...headers } })
           if (expected !== undefined) assert.equal(res.status, expected, `${o.key} ${String(body).slice(0, 20)}: ${res.raw}`)
         }
         if (o.op.requestBody) {
           const request = await make()
           const body = { ...(request.body as object), unknown_member: 1 }
-          assert.equal((await send(t.app.inject.bind(t.app), a.key, { ...request, body, headers: key() })).status, 400, o.key)
+          assert.equal((await send(t.app.inject.bind(t.app), a.key, { ...request, body, headers: { ...request.headers, ...key() } })).status, 400, o.key)
           const { body: _dropped, ...withoutBody } = await make()
-          const res = await send(t.app.inject.bind(t.app), a.key, { ...withoutBody, headers: key() })
+          const res = await send(t.app.inject.bind(t.app), a.key, { ...withoutBody, headers: { ...withoutBody.headers, ...key() } })
           // Left out, the body is validated as {}: it may be left out exactly when the document says so.
           assert.equal(res.status < 300, !o.op.requestBody.required, `${o.key} without a body: ${res.status} ${res.raw}`)
         }
@@ -306,21 +352,30 @@ for (const kind of storeKinds()) {
         const a = await t.account()
         const key = randomUUID()
         const first = await valid[o.op.operationId]!(a, ++seed)
-        const original = await send(t.app.inject.bind(t.app), a.key, { ...first, headers: { 'idempotency-key': key } })
-        const replay = await send(t.app.inject.bind(t.app), a.key, { ...first, headers: { 'idempotency-key': key } })
+        const original = await send(t.app.inject.bind(t.app), a.key, { ...first, headers: { ...first.headers, 'idempotency-key': key } })
+        const replay = await send(t.app.inject.bind(t.app), a.key, { ...first, headers: { ...first.headers, 'idempotency-key': key } })
         assert.equal(replay.status, original.status, o.key)
         assert.equal(replay.headers['idempotent-replayed'], 'true', o.key)
         const other = await valid[o.op.operationId]!(a, ++seed)
         // An operation whose every valid request is the same (POST /ap2/nonces, {}) has no "other" request.
         if (JSON.stringify(other) !== JSON.stringify(first)) {
-          assert.equal((await send(t.app.inject.bind(t.app), a.key, { ...other, headers: { 'idempotency-key': key } })).status, 422, o.key)
+          const conflict = await send(t.app.inject.bind(t.app), a.key, { ...other, headers: { ...other.headers, 'idempotency-key': key } })
+          assert.equal(conflict.status, 422, o.key)
+          if (o.op.operationId === 'delegatePayment') assert.equal(conflict.body.code, 'idempotency_conflict', conflict.raw)
         }
 
         const mismatched = await valid[o.op.operationId]!(a, ++seed)
         const body = { ...(mismatched.body as object), idempotency_key: 'in-the-body' }
-        assert.equal((await send(t.app.inject.bind(t.app), a.key, { ...mismatched, body, headers: { 'idempotency-key': 'in-the-header' } })).status, 400, o.key)
-        await send(t.app.inject.bind(t.app), a.key, await valid[o.op.operationId]!(a, ++seed))
-        await send(t.app.inject.bind(t.app), a.key, { ...await valid[o.op.operationId]!(a, ++seed), headers: { 'idempotency-key': 'é' } })
+        // Wishpay's routes: a body key unlike the header's is 400. ACP's body has no idempotency_key
+        // member (additionalProperties false): the same request is 400 as an unknown member, in ACP's shape.
+        const twoKeys = await send(t.app.inject.bind(t.app), a.key, { ...mismatched, body, headers: { ...mismatched.headers, 'idempotency-key': 'in-the-header' } })
+        assert.equal(twoKeys.status, 400, o.key)
+        if (o.op.operationId === 'delegatePayment') assert.equal(twoKeys.body.type, 'invalid_request', twoKeys.raw)
+        const noKey = await send(t.app.inject.bind(t.app), a.key, await valid[o.op.operationId]!(a, ++seed))
+        // ACP requires the header (no body key to fall back on): 400 idempotency_key_required, as the official example.
+        if (o.op.operationId === 'delegatePayment') assert.deepEqual([noKey.status, noKey.body], [400, ACP_EXAMPLES.delegate_payment_error_idempotency_key_required])
+        const invalid = await valid[o.op.operationId]!(a, ++seed)
+        await send(t.app.inject.bind(t.app), a.key, { ...invalid, headers: { ...invalid.headers, 'idempotency-key': 'é' } })
       }
       // A saved refusal (404, 422) is replayed as it was answered.
       const a = await t.account()
@@ -335,7 +390,7 @@ for (const kind of storeKinds()) {
         for (const maker of makers) {
           const a = await t.account()
           const request = await maker(a)
-          const res = await send(t.app.inject.bind(t.app), a.key, { ...request, headers: keyFor(request.method) })
+          const res = await send(t.app.inject.bind(t.app), a.key, { ...request, headers: { ...request.headers, ...keyFor(request.method) } })
           assert.ok(res.status >= 400 && res.status < 500, `${operationId}: ${res.status} ${res.raw}`)
         }
       }
@@ -353,7 +408,7 @@ for (const kind of storeKinds()) {
           let statuses: number[] = []
           for (const request of requests) {
             if (!request) continue
-            const headers = keyFor(o.method)
+            const headers = { ...request.headers, ...keyFor(o.method) }
             statuses.push((await send(limited.app.inject.bind(limited.app), a.key, { ...request, headers })).status)
             if (statuses.includes(429)) break
           }

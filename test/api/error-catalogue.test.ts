@@ -5,6 +5,7 @@ import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import ts from 'typescript'
 import { AppError, errors } from '../../src/lib/errors.js'
+import { AcpError, acpErrors } from '../../src/modules/acp/errors.js'
 import { ERROR_STATUSES, FIELD_ERROR_CODES, PAYMENT_ERROR_CODES } from '../../src/http/schemas.js'
 import { startTestApp, type TestApp } from '../helpers/app.js'
 import { type Operation, operationsOf } from '../helpers/openapi-contract.js'
@@ -55,6 +56,28 @@ const ONLY_WHERE: Record<string, (o: Operation) => boolean> = {
   // The router's limit on the length of a path parameter.
   uriTooLong: (o) => o.path.includes('{'),
 }
+/**
+ * Operations that answer ACP's flat errors (src/modules/acp/routes.ts, src/http/acp-errors.ts): besides
+ * Wishpay's errors that reach them (rendered flat, under their status), every ACP error the factories
+ * of src/modules/acp/errors.ts make must be declared on them.
+ */
+const ACP_OPERATIONS = new Set(['delegatePayment'])
+
+/** Every status an ACP factory makes, called with placeholder arguments (a status argument both ways). */
+function acpStatusesOf(factory: (...args: any[]) => unknown): Set<number> {
+  const out = new Set<number>()
+  for (const args of [[], ['p'], ['m', '$.p', 422], ['c', 'm', '$.p', 422]]) {
+    try {
+      const made = factory(...args)
+      if (made instanceof AcpError && Number.isInteger(made.status)) out.add(made.status)
+    } catch {
+      // the next placeholders
+    }
+  }
+  if (out.size === 0) throw new Error(`cannot call the ACP factory ${factory.name}`)
+  return out
+}
+
 /** Files that mention factories without answering with them. */
 const NOT_ANSWERING = new Set(['src/lib/errors.ts', 'src/http/schemas.ts'])
 
@@ -159,13 +182,24 @@ interface Route {
 /** Every `x.get('/path', options, handler)` (and post, put, delete, patch) in src/. */
 function routesOf(program: ts.Program): Route[] {
   const routes: Route[] = []
+  const checker = program.getTypeChecker()
+  /** A route's path: a string literal, or a constant (const X = '/path', imported or not) that holds one. */
+  const pathOf = (node: ts.Node): string | undefined => {
+    if (ts.isStringLiteral(node)) return node.text
+    if (!ts.isIdentifier(node)) return undefined
+    let symbol = checker.getSymbolAtLocation(node)
+    if (symbol && symbol.flags & ts.SymbolFlags.Alias) symbol = checker.getAliasedSymbol(symbol)
+    const declaration = symbol?.valueDeclaration
+    return declaration && ts.isVariableDeclaration(declaration) && declaration.initializer && ts.isStringLiteral(declaration.initializer)
+      ? declaration.initializer.text : undefined
+  }
   for (const file of program.getSourceFiles()) {
     if (!path.resolve(file.fileName).startsWith(SRC + path.sep)) continue
     const visit = (node: ts.Node): void => {
       if (ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression)
         && ['get', 'post', 'put', 'delete', 'patch'].includes(node.expression.name.text)
-        && node.arguments.length >= 2 && ts.isStringLiteral(node.arguments[0]!) && node.arguments[0].text.startsWith('/')) {
-        const url = node.arguments[0].text.replace(/:([A-Za-z0-9_]+)/g, '{$1}')
+        && node.arguments.length >= 2 && pathOf(node.arguments[0]!)?.startsWith('/')) {
+        const url = pathOf(node.arguments[0]!)!.replace(/:([A-Za-z0-9_]+)/g, '{$1}')
         const entries: ts.Node[] = [node.arguments[node.arguments.length - 1]!]
         const options = node.arguments.length > 2 ? node.arguments[1]! : undefined
         if (options && ts.isObjectLiteralExpression(options)) {
@@ -288,6 +322,13 @@ describe('error catalogue', () => {
         }
       }
       for (const made of found.constructed) problems.push(`${made.where}: new AppError in a plugin: use a factory of src/lib/errors.ts`)
+    }
+
+    // ACP's own errors, on the operations that answer them.
+    const acpOperations = operations.filter((o) => ACP_OPERATIONS.has(o.op.operationId))
+    assert.equal(acpOperations.length, ACP_OPERATIONS.size, 'every ACP operation is in the document')
+    for (const [name, factory] of Object.entries(acpErrors)) {
+      for (const status of acpStatusesOf(factory as never)) for (const o of acpOperations) declare(o, status, `acpErrors.${name}`)
     }
 
     // Every file that makes errors is reached from a route, or is a plugin classified above.

@@ -134,6 +134,22 @@ export async function run(baseUrl: string, key: string, fetchImpl: (request: Req
 
   seen('deleteWish', (await client.DELETE('/wishes/{id}', { params: { path: { id: wish.id } } })).response)
 
+  // ACP: delegate a card (ACP's API-Version and Idempotency-Key headers), read and revoke the vault token
+  const delegated = await client.POST('/agentic_commerce/delegate_payment', {
+    params: { header: { 'API-Version': '2026-04-17', 'Idempotency-Key': 'client-acp-' + unique } },
+    body: {
+      payment_method: { type: 'card', card_number_type: 'fpan', number: '4242424242424242', display_card_funding_type: 'credit', metadata: {} },
+      allowance: { reason: 'one_time', max_amount: 2000, currency: 'usd', checkout_session_id: 'csn_client_' + unique, merchant_id: 'acme_store', expires_at: FAR_FUTURE },
+      risk_signals: [{ type: 'card_testing', score: 10, action: 'manual_review' }],
+      metadata: {},
+    },
+  })
+  seen('delegatePayment', delegated.response)
+  const vaultTokenId: string = must(delegated.data, 'delegatePayment').id
+  seen('getVaultToken', (await client.GET('/vault_tokens/{id}', { params: { path: { id: vaultTokenId } } })).response)
+  seen('revokeVaultToken', (await client.POST('/vault_tokens/{id}/revoke', { params: { path: { id: vaultTokenId } } })).response)
+  seen('getAcpDiscovery', (await client.GET('/.well-known/acp.json')).response)
+
   // System
   seen('getHealth', (await client.GET('/healthz')).response)
   seen('getReadiness', (await client.GET('/readyz')).response)
@@ -226,6 +242,7 @@ const EXPECTED: Array<[string, number]> = [
   ['createTrustedKey', 201], ['listTrustedKeys', 200], ['getTrustedKey', 200], ['revokeTrustedKey', 200],
   ['createAp2Nonce', 201], ['getPaymentReceipt', 404],
   ['deleteWish', 204],
+  ['delegatePayment', 201], ['getVaultToken', 200], ['revokeVaultToken', 200], ['getAcpDiscovery', 200],
   ['getHealth', 200], ['getReadiness', 200], ['getOpenApi', 200], ['getJwks', 200], ['getMetrics', 200],
 ]
 

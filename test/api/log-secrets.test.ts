@@ -19,6 +19,11 @@ import { storeKinds, type TestStore } from '../helpers/stores.js'
  * logger could print them: as text, hashed, base64, hex, and as the decimal bytes of a JSON Buffer.
  */
 
+/** A test card (Luhn-valid), one that fails Luhn, and a CVC unlike any number a log line holds. */
+const CARD_NUMBER = '4111111111111111'
+const BAD_CARD_NUMBER = '4111111111111112'
+const CARD_CVC = '8317'
+
 /** Every printable form of a secret we look for; the names say which form matched. */
 function forms(label: string, secret: string, extraBytes: Record<string, Buffer> = {}): Record<string, string> {
   const bytes = Buffer.from(secret, 'utf8')
@@ -119,6 +124,18 @@ for (const kind of storeKinds()) {
         assert.ok(res.status < 500, `${method} ${path}: ${res.raw}`)
         seen(header(res, 'request-id'))
       }
+      // ACP delegated cards (issue 15): accepted, refused on meaning, refused by the schema.
+      const card = { type: 'card', card_number_type: 'fpan', number: CARD_NUMBER, exp_month: '11', exp_year: '2031', name: 'Jane Doe', cvc: CARD_CVC, display_card_funding_type: 'credit', display_brand: 'visa', display_last4: '1111' }
+      const delegation = (paymentMethod: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
+        payment_method: paymentMethod,
+        allowance: { reason: 'one_time', max_amount: 2000, currency: 'usd', checkout_session_id: 'cs_1', merchant_id: 'm_1', expires_at: '2099-01-01T00:00:00Z' },
+        risk_signals: [], metadata: {}, ...extra,
+      })
+      for (const body of [delegation(card), delegation({ ...card, number: BAD_CARD_NUMBER }), delegation({ ...card, exp_month: '13' }), delegation(card, { stray: CARD_NUMBER })]) {
+        const res = await call(server.url, key, 'POST', '/agentic_commerce/delegate_payment', body, { 'api-version': '2026-04-17', 'idempotency-key': randomBase62(12) })
+        assert.ok(res.status < 500, res.raw)
+        seen(header(res, 'request-id'))
+      }
       const wrongKey = await call(server.url, `${key.slice(0, -4)}zzzz`, 'GET', '/wishes')
       assert.equal(wrongKey.status, 401)
       seen(header(wrongKey, 'request-id'))
@@ -151,6 +168,8 @@ for (const kind of storeKinds()) {
       const needles = {
         ...forms('API key', key),
         ...forms('webhook secret', secret, { 'decoded key': Buffer.from(secret.slice('whsec_'.length), 'base64') }),
+        'card number': CARD_NUMBER, 'refused card number': BAD_CARD_NUMBER, 'card number, hex': Buffer.from(CARD_NUMBER).toString('hex'),
+        'card number, decimal bytes': [...Buffer.from(CARD_NUMBER)].join(','), 'CVC member': '"cvc"', 'CVC value': `"${CARD_CVC}"`,
       }
       for (const line of [...lines, ...stderr.split('\n')]) {
         assert.ok(!line.includes('rawPacket') || line.includes('[redacted'), `a raw packet is logged: ${line.slice(0, 300)}`)

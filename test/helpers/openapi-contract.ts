@@ -13,6 +13,15 @@ const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const
 const DOC_ID = 'openapi.json'
 
+/**
+ * Operations that speak another protocol than Wishpay's own: their answers carry that protocol's
+ * API-Version (ACP 2026-04-17, src/modules/acp/routes.ts), not the document's Wishpay version, except
+ * the answers declared with Wishpay's Error schemas (408, 417, 431: given on the connection, before
+ * routing). test/api/acp-delegate-payment.test.ts checks the rest of ACP's headers and errors.
+ */
+export const PROTOCOL_API_VERSIONS: Record<string, string> = { delegatePayment: '2026-04-17' }
+const WISHPAY_ERROR_REF = /^#\/components\/schemas\/Error\d{3}$/
+
 export interface Operation {
   /** "POST /wishes/{id}" */
   key: string
@@ -130,8 +139,15 @@ export class OpenApiContract {
       out.push(`${where}: status not declared (declared: ${Object.keys(op.responses ?? {}).join(', ')})`)
       return out
     }
+    const protocolVersion = PROTOCOL_API_VERSIONS[op.operationId]
+    const wishpayError = WISHPAY_ERROR_REF.test(String(response.content?.['application/json']?.schema?.$ref ?? ''))
     for (const [name, declared] of Object.entries<any>(response.headers ?? {})) {
       const headerObject = this.resolve(declared)
+      if (protocolVersion !== undefined && !wishpayError && name === 'API-Version') {
+        const sent = exchange.headers['api-version']
+        if (sent !== protocolVersion) out.push(`${where}: header API-Version "${String(sent)}", the protocol's is ${protocolVersion}`)
+        continue
+      }
       const value = exchange.headers[name.toLowerCase()]
       if (value === undefined) {
         if (headerObject.required) out.push(`${where}: required header ${name} is missing`)

@@ -4,8 +4,8 @@ import type { ServerProcess } from './server.js'
 import { fromFetch, type Response } from './response.js'
 
 /** An authenticated JSON request to a server process. */
-export async function call(baseUrl: string, key: string, method: string, path: string, body?: unknown): Promise<Response> {
-  const headers: Record<string, string> = { authorization: `Bearer ${key}` }
+export async function call(baseUrl: string, key: string, method: string, path: string, body?: unknown, extraHeaders: Record<string, string> = {}): Promise<Response> {
+  const headers: Record<string, string> = { authorization: `Bearer ${key}`, ...extraHeaders }
   if (body !== undefined) headers['content-type'] = 'application/json'
   const res = await fetch(`${baseUrl}${path}`, {
     method,

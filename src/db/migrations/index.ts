@@ -8,6 +8,7 @@ import * as mandatesWithinWish from './0006_mandates_within_wish.js'
 import * as agents from './0007_agents.js'
 import * as trustedKeys from './0008_trusted_keys.js'
 import * as ap2 from './0009_ap2.js'
+import * as acpVaultTokens from './0010_acp_vault_tokens.js'
 
 /**
  * The explicit, ordered migration registry. Append only: a migration that has shipped is never
@@ -23,4 +24,5 @@ export const migrations: Record<string, Migration> = {
   '0007_agents': agents,
   '0008_trusted_keys': trustedKeys,
   '0009_ap2': ap2,
+  '0010_acp_vault_tokens': acpVaultTokens,
 }

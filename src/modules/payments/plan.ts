@@ -62,7 +62,7 @@ function publicAp2(record: PaymentAp2Record): NonNullable<Payment['ap2']> {
 }
 
 /** The row of a new payment, as the processor's charge() decided it. */
-export function paymentRow(id: string, accountId: string, input: CreatePaymentInput, mandate: MandateRow, outcome: ChargeOutcome, now: string, ap2?: PaymentAp2Record): PaymentRow {
+export function paymentRow(id: string, accountId: string, input: PaymentInput, mandate: MandateRow, outcome: ChargeOutcome, now: string, ap2?: PaymentAp2Record): PaymentRow {
   return {
     id,
     account_id: accountId,
@@ -100,6 +100,8 @@ export interface PaymentPlan {
    * (AP2 #346). Only the general path applies such a plan.
    */
   ap2?: { record: PaymentAp2Record, agentId: string | undefined } | undefined
+  /** A vault token's payment also holds the amount on the token's parent mandate, in the same transaction. */
+  parentHold?: HoldRequest | undefined
   effect: MandateEffect
   payment: PaymentRow
   /** The payment as the API answers it. */
@@ -118,9 +120,12 @@ export interface PaymentPlan {
 /** A plan, or the first rule the payment breaks as last read. */
 export type Planned = { plan: PaymentPlan, refusal?: undefined } | { plan?: undefined, refusal: AppError }
 
+/** A payment request whose mandate is known: named, or a vault token's (payments/vault-token.ts). */
+export type PaymentInput = CreatePaymentInput & { mandate_id: string }
+
 export interface PlanInput {
   ctx: Pick<RequestContext, 'accountId' | 'requestId' | 'agentId'>
-  input: CreatePaymentInput
+  input: PaymentInput
   /** As last read; the hold decides for good. */
   mandate: MandateRow | undefined
   endpoints: Pick<EndpointRow, 'id' | 'events'>[]
@@ -128,6 +133,8 @@ export interface PlanInput {
   now: Date
   /** The verified closed mandate of an AP2 payment (payments/ap2.ts); required on an AP2 mandate. */
   ap2?: PaymentAp2Record | undefined
+  /** A vault token's parent mandate, which the payment also draws on (payments/vault-token.ts). */
+  parentMandateId?: string | undefined
 }
 
 /** The refusal of a payment method the processor does not take (400, before any money rule). */
@@ -183,5 +190,6 @@ export function planPayment(p: PlanInput): Planned {
     return { events: rows, jobs: deliveryJobs(rows, p.endpoints) }
   }
   const ap2 = p.ap2 === undefined ? undefined : { record: p.ap2, agentId: ctx.agentId }
-  return { plan: { hold, effect, payment, response, events, jobs, consumption, ap2 } }
+  const parentHold = p.parentMandateId === undefined ? undefined : { ...hold, mandateId: p.parentMandateId, agentId: undefined, recurrenceFloor: now }
+  return { plan: { hold, effect, payment, response, events, jobs, consumption, ap2, parentHold } }
 }

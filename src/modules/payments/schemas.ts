@@ -56,7 +56,10 @@ export type Payment = Static<typeof PaymentSchema>
 export const PaymentRef = Type.Ref(PaymentSchema.$id!)
 
 export const CreatePaymentBody = Type.Object({
-  mandate_id: Type.String({ minLength: 1, maxLength: 255, description: 'The mandate that authorises the payment' }),
+  mandate_id: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'The mandate that authorises the payment. Required, unless `vault_token` is sent' })),
+  vault_token: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'An ACP vault token (`vt_…`, POST /agentic_commerce/delegate_payment) instead of `mandate_id`: the payment is within its allowance, for its merchant and checkout session, once. Needs `merchant_id` and `checkout_session_id`' })),
+  merchant_id: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'With `vault_token`: the merchant it was delegated to' })),
+  checkout_session_id: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'With `vault_token`: the checkout session it was delegated for' })),
   amount: MinorAmount('Amount in minor units, 1..10^12'),
   currency: Defaulted(CurrencyCode({ default: 'USD', description: 'ISO 4217, any case; default USD; must be the mandate\'s' })),
   payment_method: Defaulted(Type.String({
@@ -76,6 +79,10 @@ export const CreatePaymentBody = Type.Object({
   idempotency_key: IdempotencyKeyField,
 }, {
   additionalProperties: false,
+  // mandate_id, or an ACP vault token with its merchant and session (JSON Schema if/then/else).
+  if: { required: ['vault_token'] },
+  then: { required: ['merchant_id', 'checkout_session_id'] },
+  else: { required: ['mandate_id'] },
   examples: [{ mandate_id: 'mdt_01jf3v7k8m2n4p6q8r0s2t4v6w', amount: 4999, currency: 'USD', payment_method: 'card', idempotency_key: 'example-payment-6c1e0b7d' }],
 })
 export type CreatePaymentInput = Static<typeof CreatePaymentBody>

@@ -16,6 +16,7 @@ import { methodRefusal, type PaymentPlan, planPayment, type SettlePayload, toPay
 import * as repo from './repository.js'
 import { findAgent } from '../agents/repository.js'
 import { recordClosedMandate, verifyPaymentMandate } from './ap2.js'
+import { parentMandateOf, resolveMandate } from './vault-token.js'
 import { createSingleWrite } from './single-write.js'
 import type { CreatePaymentInput, CreateRefundInput, ListPaymentsInput, Payment, Refund } from './schemas.js'
 
@@ -69,6 +70,10 @@ export function createPaymentService(deps: PaymentServiceDeps) {
   /** A payment reached `failed`: what it held of the mandate goes back. */
   async function afterFailure(trx: Trx, payment: repo.PaymentRow, now: string) {
     await mandates.release(trx, payment.mandate_id, payment.amount, now)
+    // A vault token's payment held on its parent mandate too.
+    if (payment.protocol_type !== 'acp') return
+    const parent = await parentMandateOf(trx, payment.mandate_id)
+    if (parent !== undefined) await mandates.release(trx, parent, payment.amount, now)
   }
 
   /**
@@ -80,6 +85,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     await recordClosedMandate(trx, plan)
     await repo.insertPaymentWrites(trx, plan)
     const held = await holdOrRefuse(trx, plan.hold)
+    if (plan.parentHold) await holdOrRefuse(trx, plan.parentHold)
     if (plan.effect === 'release') await afterFailure(trx, plan.payment, plan.hold.now)
     if (plan.effect === 'consume') {
       const consumed = await mandates.markConsumed(trx, held.id, plan.hold.now)
@@ -109,10 +115,11 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       if (unknownMethod) throw unknownMethod
       return inTransaction(db, ctx, async (trx) => {
         // A plain read, to refuse early and to learn the mandate's protocol and wish, which never change.
-        const mandate = await mandates.findMandate(trx, ctx.accountId, input.mandate_id)
+        const { input: resolved, parentMandateId } = await resolveMandate(trx, ctx, input)
+        const mandate = await mandates.findMandate(trx, ctx.accountId, resolved.mandate_id)
         const endpoints = await enabledEndpoints(trx, ctx.accountId)
         const ap2 = await verifyPaymentMandate(trx, ctx, input, mandate, clock.now())
-        const { plan, refusal } = planPayment({ ctx, input, mandate, endpoints, processor, now: clock.now(), ap2 })
+        const { plan, refusal } = planPayment({ ctx, input: resolved, mandate, endpoints, processor, now: clock.now(), ap2, parentMandateId })
         if (refusal) throw refusal
         await applyPlan(trx, plan)
         return plan.response

@@ -5,7 +5,7 @@ import type { RequestContext } from '../../lib/request-context.js'
 import * as records from '../idempotency/repository.js'
 import type { IdempotencyRecord, PendingAnswer } from '../idempotency/store.js'
 import * as mandates from '../mandates/repository.js'
-import { type PaymentPlan, type Planned, planPayment } from './plan.js'
+import { type PaymentInput, type PaymentPlan, type Planned, planPayment } from './plan.js'
 import * as repo from './repository.js'
 import type { Processor } from './processors/processor.js'
 import type { CreatePaymentInput } from './schemas.js'
@@ -19,6 +19,16 @@ import type { CreatePaymentInput } from './schemas.js'
  */
 export type CreateInOneWrite = (ctx: RequestContext, input: CreatePaymentInput, pending: PendingAnswer) => Promise<IdempotencyRecord | undefined>
 
+/**
+ * The request when it names its mandate and carries no AP2 closed mandate: a closed mandate is verified
+ * asynchronously, which a group commit's synchronous section cannot, and a vault token is resolved first
+ * (payments/vault-token.ts); both are the general path's.
+ */
+function plainInput(input: CreatePaymentInput): PaymentInput | undefined {
+  if (input.ap2 !== undefined || input.vault_token !== undefined || input.mandate_id === undefined) return undefined
+  return { ...input, mandate_id: input.mandate_id }
+}
+
 /** The plan, when it is one this write takes (an AP2 payment's closed mandate is the general path's). */
 function oneWritePlan(planned: Planned): PaymentPlan | undefined {
   return planned.plan?.effect === 'keep' && planned.plan.ap2 === undefined ? planned.plan : undefined
@@ -31,8 +41,9 @@ export function createSingleWrite(deps: { db: Database, clock: Clock, processor:
   const answerOf = (plan: PaymentPlan, pending: PendingAnswer) => pending.record(201, { data: plan.response })
 
   if (!sqlite) {
-    return async (ctx, input, pending) => {
-      if (input.ap2 !== undefined) return undefined
+    return async (ctx, body, pending) => {
+      const input = plainInput(body)
+      if (!input) return undefined
       const { mandate, endpoints } = await repo.readForPayment(kysely, ctx.accountId, input.mandate_id)
       const plan = oneWritePlan(planPayment({ ctx, input, mandate, endpoints, processor, now: clock.now() }))
       if (!plan) return undefined
@@ -49,9 +60,9 @@ export function createSingleWrite(deps: { db: Database, clock: Clock, processor:
   }
 
   const group = createGroupCommit({ kysely, sqlite })
-  return async (ctx, input, pending) => {
-    // A closed mandate is verified asynchronously, which a group commit's synchronous section cannot.
-    if (input.ap2 !== undefined) return undefined
+  return async (ctx, body, pending) => {
+    const input = plainInput(body)
+    if (!input) return undefined
     try {
       return await group.submit((exec) => {
         const mandate = exec.all(mandates.findMandateQuery(kysely, ctx.accountId, input.mandate_id))[0]

@@ -46,3 +46,8 @@ export async function countTrustedKeys(db: Executor, filter: TrustedKeyFilter): 
   const row = await filtered(db, filter).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
   return Number(row.n)
 }
+
+/** The account's active keys of one role. */
+export function listActiveByRole(db: Executor, accountId: string, role: TrustedKeyRoleValue): Promise<TrustedKeyRow[]> {
+  return db.selectFrom('trusted_keys').selectAll().where('account_id', '=', accountId).where('role', '=', role).where('status', '=', 'active').execute()
+}

@@ -1,7 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { IdempotencyKeyField, IdParams, ListMeta, Nullable, PageQuery, StringEnum, Timestamp } from '../../http/schemas.js'
 
-export const TRUSTED_KEY_ROLES = ['trusted_agent_provider', 'user_credential_issuer'] as const
+/** AP2 issuers of open mandates, and ACP clients whose requests are signed (acp_client: EC P-256 or Ed25519 only). */
+export const TRUSTED_KEY_ROLES = ['trusted_agent_provider', 'user_credential_issuer', 'acp_client'] as const
 export type TrustedKeyRoleValue = (typeof TRUSTED_KEY_ROLES)[number]
 export const TRUSTED_KEY_STATUSES = ['active', 'revoked'] as const
 export type TrustedKeyStatus = (typeof TRUSTED_KEY_STATUSES)[number]
@@ -51,7 +52,7 @@ export type StoredPublicJwkValue = Static<typeof StoredPublicJwk>
 export const TrustedKeySchema = Type.Object({
   id: Type.String({ examples: ['tk_01jf3v7k8m2n4p6q8r0s2t4v6w'] }),
   kid: Type.String(),
-  role: StringEnum(TRUSTED_KEY_ROLES, { description: 'trusted_agent_provider or user_credential_issuer (AP2 agent_authorization.md)' }),
+  role: StringEnum(TRUSTED_KEY_ROLES, { description: 'trusted_agent_provider or user_credential_issuer (AP2 agent_authorization.md: may sign open mandates), or acp_client (signs ACP delegate_payment requests: then every such request must carry a valid Signature)' }),
   public_jwk: StoredPublicJwk,
   status: StringEnum(TRUSTED_KEY_STATUSES, { description: 'active, or revoked (mandates it signs are refused from then on)' }),
   description: Nullable(Type.String()),

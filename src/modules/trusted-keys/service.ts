@@ -1,3 +1,4 @@
+import type { JsonWebKey } from 'node:crypto'
 import { isUniqueViolation } from '../../db/errors.js'
 import type { Database } from '../../db/database.js'
 import { inTransaction } from '../../db/transaction.js'
@@ -32,14 +33,16 @@ export function createTrustedKeyService(deps: { db: Database, clock: Clock }) {
   /** The account's trusted key with this kid, as the AP2 verifier takes it (revoked ones included, to be refused by name). */
   async function issuerKey(accountId: string, kid: string, executor = db.kysely): Promise<IssuerKey[]> {
     const row = await repo.findByKid(executor, accountId, kid)
-    if (!row) return []
-    return [{ id: row.id, kid: row.kid, role: row.role, status: row.status, public_jwk: JSON.parse(row.public_jwk) as IssuerKey['public_jwk'] }]
+    // An ACP client's key signs requests, never mandates.
+    if (!row || row.role === 'acp_client') return []
+    return [{ id: row.id, kid: row.kid, role: row.role as IssuerKey['role'], status: row.status, public_jwk: JSON.parse(row.public_jwk) as IssuerKey['public_jwk'] }]
   }
 
   return {
     async create(ctx: RequestContext, input: CreateTrustedKeyInput): Promise<TrustedKey> {
       const checked = await checkTrustedJwk(input.public_jwk)
       if ('problem' in checked) throw errors.parameterInvalid(checked.problem.param, checked.problem.message)
+      if (input.role === 'acp_client' && checked.jwk.kty === 'RSA') throw errors.parameterInvalid('public_jwk.kty', 'An acp_client key is EC P-256 (ES256) or OKP Ed25519: ACP request signatures use those')
       const kid = checked.jwk.kid
       return inTransaction(db, ctx, async (trx) => {
         if (await repo.findByKid(trx, ctx.accountId, kid)) throw errors.kidInUse(kid)
@@ -98,6 +101,12 @@ export function createTrustedKeyService(deps: { db: Database, clock: Clock }) {
     },
 
     issuerKey,
+
+    /** The account's active ACP client keys, as JWKs (src/modules/acp/routes.ts requires a signature when there is one). */
+    async acpClientKeys(accountId: string): Promise<JsonWebKey[]> {
+      const rows = await repo.listActiveByRole(db.kysely, accountId, 'acp_client')
+      return rows.map((row) => JSON.parse(row.public_jwk) as JsonWebKey)
+    },
 
     /**
      * Verifies an AP2 open Payment Mandate against this account's trusted keys at the clock's now: the
