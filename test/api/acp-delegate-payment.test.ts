@@ -284,6 +284,25 @@ for (const kind of storeKinds()) {
       assert.equal((await a.request('POST', '/trusted_keys', { role: 'acp_client', public_jwk: { ...rsa, kid: 'rsa-1' } })).status, 400)
     })
 
+    test('over the rate limit: 429 as the official example, with Retry-After', async () => {
+      const limited = await startTestApp(kind, { RATE_LIMIT_PER_SECOND: '1' })
+      try {
+        const a = await limited.account()
+        const answers = await Promise.all(Array.from({ length: 12 }, () => a.request('POST', PATH, officialRequest(limited.clock.now()), {
+          headers: { 'api-version': VERSION, 'idempotency-key': randomUUID() },
+        })))
+        const refused = answers.filter((r) => r.status === 429)
+        assert.ok(refused.length > 0, answers.map((r) => r.status).join(','))
+        for (const r of refused) {
+          assert.deepEqual(r.body, examples.delegate_payment_error_rate_limit)
+          assert.ok(Number(r.headers['retry-after']) >= 1)
+          assert.equal(r.headers['api-version'], VERSION)
+        }
+      } finally {
+        await limited.close()
+      }
+    })
+
     test('GET /.well-known/acp.json is open and lists 2026-04-17 and delegate_payment', async () => {
       const res = await t.inject({ method: 'GET', url: '/.well-known/acp.json' })
       assert.equal(res.status, 200, res.raw)
