@@ -69,6 +69,20 @@ export class FieldErrors {
 const invalid = (code: string, message: string, param?: string, errors?: FieldError[]) =>
   new AppError({ status: 400, type: 'invalid_request_error', code, message, param, errors })
 
+/** The id prefix of each kind of object (lib/ids.ts), to tell a caller who sent one kind's id for another's. */
+const ID_PREFIXES: Record<string, string> = {
+  wish: 'wish_', mandate: 'mdt_', payment: 'pay_', refund: 're_', event: 'evt_', 'webhook endpoint': 'we_',
+  agent: 'agt_', 'trusted key': 'tk_', 'vault token': 'vt_', 'API key': 'key_', account: 'acct_',
+}
+
+/** "`wish_…` is a wish id; this route takes a mandate id (`mdt_…`)", when the id is plainly another kind's. */
+function wrongPrefixHint(resource: string, id: string): string {
+  const expected = ID_PREFIXES[resource]
+  const kind = Object.keys(ID_PREFIXES).find((name) => name !== resource && id.startsWith(ID_PREFIXES[name]!))
+  if (expected === undefined || kind === undefined || id.startsWith(expected)) return ''
+  return `. \`${ID_PREFIXES[kind]}…\` is ${/^[aeiou]/i.test(kind) ? 'an' : 'a'} ${kind} id; this route takes ${/^[aeiou]/i.test(resource) ? 'an' : 'a'} ${resource} id (\`${expected}…\`)`
+}
+
 export const errors = {
   validation: (fieldErrors: FieldError[]) => {
     const first = fieldErrors[0]!
@@ -108,7 +122,7 @@ export const errors = {
     status: 404,
     type: 'invalid_request_error',
     code: 'resource_missing',
-    message: `No such ${resource}: '${id}'`,
+    message: `No such ${resource}: '${id}'${wrongPrefixHint(resource, id)}`,
     param,
   }),
   /** GET /payments/{id}/receipt of a payment not made with an AP2 closed mandate: it has no receipt. */
