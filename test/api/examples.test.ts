@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
 import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
-import { ROOT } from '../helpers/cli.js'
+import { runNode } from '../helpers/cli.js'
 import { createKeyWithCli, stopServer } from '../helpers/processes.js'
 import { type ServerProcess, startServer } from '../helpers/server.js'
 import { openStore, type SqliteTestStore } from '../helpers/stores.js'
@@ -12,24 +11,8 @@ import { openStore, type SqliteTestStore } from '../helpers/stores.js'
  * with the CLI, and the script as its own process with only WISHPAY_URL and WISHPAY_API_KEY.
  */
 
-interface Run { code: number | null, stdout: string, stderr: string }
-
-function runExample(file: string, env: Record<string, string>, timeoutMs = 120_000): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join('examples', file)], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk) => { stdout += chunk })
-    child.stderr.on('data', (chunk) => { stderr += chunk })
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`${file} timed out:\n${stdout}\n${stderr}`)) }, timeoutMs)
-    child.on('error', reject)
-    child.on('close', (code) => { clearTimeout(timer); resolve({ code, stdout, stderr }) })
-  })
-}
+/** An example as its own process, with only this environment (plus PATH). */
+const runExample = (file: string, env: Record<string, string>) => runNode(['--import', 'tsx', path.join('examples', file)], env, file)
 
 describe('examples', () => {
   let store: SqliteTestStore
