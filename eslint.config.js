@@ -2,8 +2,8 @@ import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
 const NO_DIALECT = {
-  selector: "MemberExpression[property.name='dialect']",
-  message: 'Dialect differences live in src/db/ only (rule 7): use a db/ helper (db/dialect.ts forUpdate, forUpdateSkipLocked) or a Database property instead of reading .dialect.',
+  selector: "MemberExpression[property.name=/^(dialect|sqlite)$/], VariableDeclarator > ObjectPattern > Property[key.name=/^(dialect|sqlite)$/]",
+  message: 'Dialect differences live in src/db/ only (rule 7): use a db/ helper (db/dialect.ts forUpdate, forUpdateSkipLocked, byStore) or a Database property instead of reading .dialect or .sqlite.',
 }
 
 const NO_AMBIENT_TIME_OR_RANDOMNESS = [

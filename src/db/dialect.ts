@@ -1,5 +1,5 @@
-import { PostgresAdapter, type SelectQueryBuilder } from 'kysely'
-import type { DialectName, Executor } from './database.js'
+import { PostgresAdapter, type RawBuilder, type SelectQueryBuilder, sql } from 'kysely'
+import type { Database, DialectName, Executor, SqliteHandle } from './database.js'
 
 /**
  * The dialect an executor (the database or one of its transactions) speaks, learnt from Kysely's
@@ -25,4 +25,17 @@ export function forUpdate<DB, TB extends keyof DB, O>(db: Executor, query: Selec
  */
 export function forUpdateSkipLocked<DB, TB extends keyof DB, O>(db: Executor, query: SelectQueryBuilder<DB, TB, O>): SelectQueryBuilder<DB, TB, O> {
   return dialectOf(db) === 'postgres' ? query.forUpdate().skipLocked() : query
+}
+
+/**
+ * Builds what differs by store once, at start-up: the SQLite variant gets the embedded database's
+ * handle (for a group commit), the PostgreSQL one nothing more than the Database it already has.
+ */
+export function byStore<T>(db: Pick<Database, 'sqlite'>, variants: { postgres: () => T, sqlite: (sqlite: SqliteHandle) => T }): T {
+  return db.sqlite ? variants.sqlite(db.sqlite) : variants.postgres()
+}
+
+/** A whole row of `table` as one JSON value, for a one-round-trip read (PostgreSQL only). */
+export function rowToJson<T>(table: string): RawBuilder<T> {
+  return sql<T>`row_to_json(${sql.table(table)})`
 }

@@ -6,6 +6,7 @@ import { createMandate, getMandate, inFuture } from '../helpers/fixtures.js'
 import { pendingAnswer } from '../helpers/idempotency.js'
 import { storeKinds } from '../helpers/stores.js'
 import { toTimestamp } from '../../src/lib/clock.js'
+import * as mandates from '../../src/modules/mandates/repository.js'
 import type { CreatePaymentInput, Payment } from '../../src/modules/payments/schemas.js'
 
 /**
@@ -86,7 +87,7 @@ for (const kind of storeKinds()) {
       })
     }
 
-    test('leaves to the general path, having written nothing: every refusal, a declined charge, a single-use mandate', async () => {
+    test('leaves to the general path, having written nothing: every refusal, a declined charge, a used single-use mandate', async () => {
       const a = await accountWithEndpoint()
       const other = await t.account()
       const multi = { usage: 'multi_use', budget_amount: 1000, max_amount: 500 }
@@ -105,7 +106,13 @@ for (const kind of storeKinds()) {
         ['not yet valid', async () => (await createMandate(t, a, { ...multi, not_before: inFuture(t, 60_000) })).id, {}],
         ['declined charge', async () => (await createMandate(t, a, multi)).id, { payment_method: 'test_card_declined' }],
         ['unknown payment method', async () => (await createMandate(t, a, multi)).id, { payment_method: 'cash' }],
-        ['single-use mandate', async () => (await createMandate(t, a, { max_amount: 500 })).id, {}],
+        ['declined charge, single-use', async () => (await createMandate(t, a, { max_amount: 500 })).id, { payment_method: 'test_insufficient_funds' }],
+        ['single-use mandate already used', async () => {
+          const m = await createMandate(t, a, { max_amount: 500 })
+          const paid = await a.request('POST', '/payments', { mandate_id: m.id, amount: 100, payment_method: 'bank_transfer', idempotency_key: 'setup' })
+          assert.equal(paid.status, 201, paid.raw)
+          return m.id
+        }, {}],
       ]
       for (const [name, mandateOf, input] of cases) {
         const mandateId = await mandateOf()
@@ -115,7 +122,19 @@ for (const kind of storeKinds()) {
         if (before) assert.deepEqual(await footprint(owner, mandateId), before, name)
       }
       const keys = await db().selectFrom('idempotency_keys').select('idempotency_key').where('account_id', '=', a.id).execute()
-      assert.deepEqual(keys, [])
+      assert.deepEqual(keys, [{ idempotency_key: 'setup' }], 'only the setup payment has a record')
+    })
+
+    test("a single-use mandate changed since the single write read it: the hold refuses, so the consumed event is never stale", async () => {
+      const a = await t.account()
+      const m = await createMandate(t, a, { max_amount: 500 })
+      const read = await mandates.findMandate(db(), a.id, m.id)
+      const hold = { accountId: a.id, mandateId: m.id, amount: 100, currency: 'USD', now: toTimestamp(t.clock.now()), consume: true }
+      assert.equal(await mandates.hold(db(), { ...hold, unchangedSince: '2000-01-01T00:00:00.000Z' }), undefined)
+      assert.equal((await getMandate(a, m.id)).status, 'active')
+      const held = await mandates.hold(db(), { ...hold, unchangedSince: read!.updated_at })
+      assert.equal(held?.status, 'consumed')
+      assert.equal(held?.amount_used, 100)
     })
 
     test('a key that already has a record, live or expired: nothing written, the general path decides', async () => {

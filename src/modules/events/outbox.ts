@@ -3,6 +3,7 @@ import type { EventsTable } from '../../db/schema.js'
 import { insertJobs, type JobRow, jobRow } from '../queue/repository.js'
 import { newId } from '../../lib/ids.js'
 import { type EndpointRow, enabledEndpoints } from '../webhooks/repository.js'
+import { insertEvents } from './repository.js'
 import type { EventType } from './types.js'
 
 /** The job that delivers one event to one webhook endpoint. */
@@ -72,7 +73,7 @@ export function deliveryJobs(events: EventsTable[], endpoints: Pick<EndpointRow,
  */
 export async function recordEvents(trx: Executor, inputs: EventInput[]): Promise<string[]> {
   const rows = eventRows(inputs)
-  await trx.insertInto('events').values(rows).execute()
+  await insertEvents(trx, rows)
   const endpoints = new Map<string, Awaited<ReturnType<typeof enabledEndpoints>>>()
   for (const accountId of new Set(rows.map((row) => row.account_id))) endpoints.set(accountId, await endpointsFor(trx, accountId))
   const jobs = rows.flatMap((row) => deliveryJobs([row], endpoints.get(row.account_id)!))

@@ -1,6 +1,7 @@
 import { sql } from 'kysely'
 import type { Executor } from '../../db/database.js'
 import { isUniqueViolation } from '../../db/errors.js'
+import { rowToJson } from '../../db/dialect.js'
 import { tryAdvisoryXactLock } from '../../db/locking.js'
 import { insertRowsAfter } from '../../db/pg-statement.js'
 import type { IdempotencyKeysTable } from '../../db/schema.js'
@@ -44,7 +45,7 @@ export async function purgeExpired(db: Executor, now: string): Promise<number> {
 export async function claimKey(trx: Executor, accountId: string, key: string, now: string): Promise<{ locked: boolean, record: IdempotencyRecord | undefined }> {
   const result = await trx.selectNoFrom((eb) => [
     tryAdvisoryXactLock(`${accountId}\n${key}`).as('locked'),
-    eb.selectFrom('idempotency_keys').select((r) => sql<IdempotencyRecord>`row_to_json(${r.table('idempotency_keys')})`.as('record'))
+    eb.selectFrom('idempotency_keys').select(rowToJson<IdempotencyRecord>('idempotency_keys').as('record'))
       .where('account_id', '=', accountId).where('idempotency_key', '=', key).where('expires_at', '>', now)
       .as('record'),
   ]).executeTakeFirstOrThrow()

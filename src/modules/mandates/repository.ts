@@ -32,6 +32,13 @@ export interface HoldRequest {
    * window: ap2/constraints.ts recurrenceFloor). Absent: a recurring mandate pays only once.
    */
   recurrenceFloor?: string | undefined
+  /** A single-use mandate's charge succeeded: the same update stores the mandate consumed. */
+  consume?: boolean | undefined
+  /**
+   * The mandate's `updated_at` as read: the hold takes effect only if nothing changed the mandate since,
+   * so a single write's rows built from that read (a `mandate.consumed` event) are exact.
+   */
+  unchangedSince?: string | undefined
 }
 
 /**
@@ -51,6 +58,7 @@ export function holdQuery(db: Executor, p: HoldRequest) {
       uses_count: eb('uses_count', '+', 1),
       last_payment_at: p.now,
       updated_at: p.now,
+      ...(p.consume === true ? { status: 'consumed' as const } : {}),
     }))
     .where('id', '=', p.mandateId)
     .where('account_id', '=', p.accountId)
@@ -69,6 +77,7 @@ export function holdQuery(db: Executor, p: HoldRequest) {
       eb('last_payment_at', 'is', null),
       ...(p.recurrenceFloor === undefined ? [] : [eb('last_payment_at', '<=', p.recurrenceFloor)]),
     ]))
+    .$if(p.unchangedSince !== undefined, (q) => q.where('updated_at', '=', p.unchangedSince!))
     // An agent's key pays only while the agent is active: its key may still be in another process's cache.
     .$if(p.agentId !== undefined, (q) => q.where('agent_id', '=', p.agentId!)
       .where((eb) => eb.exists(eb.selectFrom('agents').select('agents.id').where('agents.id', '=', p.agentId!).where('agents.status', '=', 'active'))))

@@ -145,7 +145,8 @@ export function methodRefusal(processor: Processor, method: string): AppError | 
 
 /** The mandate after a `consume` plan's write, had nothing changed it since `mandate` was read. */
 export function consumedMandate(mandate: MandateRow, plan: PaymentPlan): MandateRow {
-  return { ...mandate, amount_used: mandate.amount_used + plan.hold.amount, uses_count: mandate.uses_count + 1, status: 'consumed', updated_at: plan.hold.now }
+  const now = plan.hold.now
+  return { ...mandate, amount_used: mandate.amount_used + plan.hold.amount, uses_count: mandate.uses_count + 1, status: 'consumed', last_payment_at: now, updated_at: now }
 }
 
 /**
@@ -191,5 +192,7 @@ export function planPayment(p: PlanInput): Planned {
   }
   const ap2 = p.ap2 === undefined ? undefined : { record: p.ap2, agentId: ctx.agentId }
   const parentHold = p.parentMandateId === undefined ? undefined : { ...hold, mandateId: p.parentMandateId, agentId: undefined, recurrenceFloor: now }
-  return { plan: { hold, effect, payment, response, events, jobs, consumption, ap2, parentHold } }
+  // A single-use mandate is consumed by the hold's own update: one write to its row, on either executor.
+  const mandateHold = effect === 'consume' ? { ...hold, consume: true } : hold
+  return { plan: { hold: mandateHold, effect, payment, response, events, jobs, consumption, ap2, parentHold } }
 }

@@ -1,5 +1,6 @@
 import { type Compilable, type Kysely, type RawBuilder, sql } from 'kysely'
 import type { Executor } from '../../db/database.js'
+import { rowToJson } from '../../db/dialect.js'
 import { insertRowsAfter } from '../../db/pg-statement.js'
 import type { DatabaseSchema, EventsTable, PaymentsTable, RefundsTable } from '../../db/schema.js'
 import { inBatches, insertJobs, type JobRow } from '../queue/repository.js'
@@ -131,7 +132,7 @@ export function planWriteQueries(db: Executor, plan: Pick<PaymentPlan, 'payment'
 /** The mandate and the account's enabled webhook endpoints, in one round trip (PostgreSQL). */
 export async function readForPayment(kysely: Kysely<DatabaseSchema>, accountId: string, mandateId: string) {
   const row = await kysely.selectNoFrom((eb) => [
-    eb.selectFrom('mandates').select((m) => sql<mandates.MandateRow>`row_to_json(${m.table('mandates')})`.as('mandate'))
+    eb.selectFrom('mandates').select(rowToJson<mandates.MandateRow>('mandates').as('mandate'))
       .where('account_id', '=', accountId).where('id', '=', mandateId)
       .as('mandate'),
     eb.selectFrom('webhook_endpoints')

@@ -87,10 +87,8 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     const held = await holdOrRefuse(trx, plan.hold)
     if (plan.parentHold) await holdOrRefuse(trx, plan.parentHold)
     if (plan.effect === 'release') await afterFailure(trx, plan.payment, plan.hold.now)
-    if (plan.effect === 'consume') {
-      const consumed = await mandates.markConsumed(trx, held.id, plan.hold.now)
-      if (consumed) await repo.insertPaymentWrites(trx, plan.consumption(consumed))
-    }
+    // The hold stored the single-use mandate consumed; `held` is the row it left.
+    if (plan.effect === 'consume') await repo.insertPaymentWrites(trx, plan.consumption(held))
   }
 
   /** Its event, then what a final status does to the mandate. */
