@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { generateKeyPairSync } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
 import { OpenMandateRefusal, verifyOpenPaymentMandate } from '../../src/modules/ap2/open-mandate.js'
+import { MAX_ACTIVE_TRUSTED_KEYS_PER_ACCOUNT } from '../../src/modules/trusted-keys/service.js'
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.js'
 import { assertError, assertInvalid, assertNotFound, ids, ISO_MS, newestFirst } from '../helpers/assertions.js'
 import { issueMandate, makeKey, openMandate } from '../helpers/ap2-issuer.js'
@@ -130,6 +131,23 @@ for (const kind of storeKinds()) {
       assert.deepEqual(ids(page.body.data), ids(newestFirst(made)).slice(1, 3))
       assert.deepEqual(page.body.meta, { total: 4, limit: 2, offset: 1 })
       assertInvalid(await a.request('GET', '/trusted_keys?status=gone'), 'status')
+    })
+
+    test('at most 16 active keys per account, also when 24 creates race; a revoked key frees its place', async () => {
+      const a = await t.account()
+      const answers = await Promise.all(Array.from({ length: 24 }, (_, i) =>
+        a.request('POST', '/trusted_keys', { role: 'acp_client', public_jwk: ecJwk(`race-${i}`).pub })))
+      const created = answers.filter((res) => res.status === 201)
+      assert.equal(created.length, MAX_ACTIVE_TRUSTED_KEYS_PER_ACCOUNT, answers.map((res) => res.status).join(' '))
+      for (const res of answers.filter((r) => r.status !== 201)) assertError(res, 400, 'invalid_request_error', 'resource_limit_exceeded')
+      const more = await a.request('POST', '/trusted_keys', { role: 'trusted_agent_provider', public_jwk: ecJwk('one-more').pub })
+      assertError(more, 400, 'invalid_request_error', 'resource_limit_exceeded')
+      assert.match(more.body.error.message, /at most 16 active trusted keys/)
+      const revoked = await a.request('POST', `/trusted_keys/${created[0]!.body.data.id}/revoke`, {})
+      assert.equal(revoked.status, 200, revoked.raw)
+      await trust(a, ecJwk('one-more').pub)
+      // Another account is not affected by this one's keys.
+      await trust(await t.account(), ecJwk('elsewhere').pub)
     })
 
     test('a read key (rk_) lists and reads but cannot trust or revoke (403)', async () => {

@@ -11,6 +11,17 @@ export interface NewApiKeyRow {
   created_at: string
 }
 
+/**
+ * Locks the account's row until the transaction ends, for a create that counts what the account has
+ * (a capped collection): an update that changes nothing, so concurrent creates of one account run one
+ * after the other and none counts before another's insert commits. On PostgreSQL it takes the row's
+ * FOR NO KEY UPDATE lock (which, unlike FOR UPDATE, does not wait for the foreign-key checks of the
+ * account's other inserts); on SQLite the database's write lock, so another process cannot write between.
+ */
+export async function lockAccountRow(trx: Executor, accountId: string): Promise<void> {
+  await trx.updateTable('accounts').set((eb) => ({ created_at: eb.ref('created_at') })).where('id', '=', accountId).execute()
+}
+
 export function findAccountByName(db: Executor, name: string) {
   return db.selectFrom('accounts').selectAll().where('name', '=', name).executeTakeFirst()
 }

@@ -1,11 +1,25 @@
 import type { Executor } from '../../db/database.js'
 import type { TrustedKeysTable } from '../../db/schema.js'
+import { lockAccountRow } from '../accounts/repository.js'
 import type { TrustedKeyRoleValue, TrustedKeyStatus } from './schemas.js'
 
 export type TrustedKeyRow = TrustedKeysTable
 
 export async function insertTrustedKey(db: Executor, row: TrustedKeyRow): Promise<void> {
   await db.insertInto('trusted_keys').values(row).execute()
+}
+
+/**
+ * Inserts the key unless its account already has `limit` active keys; false when it has. Counted under
+ * the account's row lock (accounts/repository.ts lockAccountRow), as webhook endpoints are.
+ */
+export async function insertTrustedKeyWithinLimit(trx: Executor, row: TrustedKeyRow, limit: number): Promise<boolean> {
+  await lockAccountRow(trx, row.account_id)
+  const active = await trx.selectFrom('trusted_keys').select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('account_id', '=', row.account_id).where('status', '=', 'active').executeTakeFirstOrThrow()
+  if (Number(active.n) >= limit) return false
+  await insertTrustedKey(trx, row)
+  return true
 }
 
 export function findTrustedKey(db: Executor, accountId: string, id: string): Promise<TrustedKeyRow | undefined> {

@@ -26,6 +26,12 @@ export function toTrustedKey(row: repo.TrustedKeyRow): TrustedKey {
   }
 }
 
+/**
+ * Active trusted keys an account may have: every ACP request's signature is tried against each of the
+ * account's active `acp_client` keys, so their number multiplies the work of every request.
+ */
+export const MAX_ACTIVE_TRUSTED_KEYS_PER_ACCOUNT = 16
+
 /** The issuers an account trusts to sign AP2 open mandates (Trusted Agent Providers, User Credential issuers). */
 export function createTrustedKeyService(deps: { db: Database, clock: Clock }) {
   const { db, clock } = deps
@@ -60,7 +66,9 @@ export function createTrustedKeyService(deps: { db: Database, clock: Clock }) {
           revoked_at: null,
         }
         try {
-          await repo.insertTrustedKey(trx, row)
+          if (!(await repo.insertTrustedKeyWithinLimit(trx, row, MAX_ACTIVE_TRUSTED_KEYS_PER_ACCOUNT))) {
+            throw errors.resourceLimitExceeded(`An account may have at most ${MAX_ACTIVE_TRUSTED_KEYS_PER_ACCOUNT} active trusted keys; revoke one it no longer uses first`)
+          }
         } catch (error) {
           // Another request registered the same kid between the check and the insert.
           if (isUniqueViolation(error)) throw errors.kidInUse(kid)

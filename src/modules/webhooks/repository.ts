@@ -1,4 +1,5 @@
 import type { Executor, Trx } from '../../db/database.js'
+import { lockAccountRow } from '../accounts/repository.js'
 import type { WebhookAttemptsTable, WebhookEndpointsTable } from '../../db/schema.js'
 
 export type EndpointRow = WebhookEndpointsTable
@@ -9,15 +10,12 @@ export async function insertEndpoint(db: Executor, row: EndpointRow): Promise<vo
 }
 
 /**
- * Inserts the endpoint unless its account already has `limit` endpoints; false when it has. The
- * account's row is locked first by an update that changes nothing, so concurrent creates of one account
- * run one after the other and none counts before another's insert commits: on PostgreSQL the update
- * takes the row's FOR NO KEY UPDATE lock (which, unlike FOR UPDATE, does not wait for the foreign-key
- * checks of the account's other inserts); on SQLite it takes the database's write lock before the
- * count is read, so another process cannot write in between either.
+ * Inserts the endpoint unless its account already has `limit` endpoints; false when it has. Counted
+ * under the account's row lock (accounts/repository.ts lockAccountRow), so concurrent creates never
+ * both count below the limit.
  */
 export async function insertEndpointWithinLimit(trx: Trx, row: EndpointRow, limit: number): Promise<boolean> {
-  await trx.updateTable('accounts').set((eb) => ({ created_at: eb.ref('created_at') })).where('id', '=', row.account_id).execute()
+  await lockAccountRow(trx, row.account_id)
   if ((await countEndpoints(trx, row.account_id)) >= limit) return false
   await insertEndpoint(trx, row)
   return true
