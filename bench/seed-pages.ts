@@ -1,0 +1,91 @@
+import SQLite from 'better-sqlite3'
+import { sql } from 'kysely'
+import { loadConfig } from '../src/config.js'
+import { systemClock } from '../src/lib/clock.js'
+import { createServices } from '../src/services.js'
+import type { TestStore } from '../test/helpers/stores.js'
+
+/** The account whose payments the `pages` scenario lists, and the id at a depth of its list. */
+export interface PagesSeed {
+  key: string
+  accountId: string
+  count: number
+  /** The id of the payment at 0-based position `depth` of GET /payments (newest first). */
+  idAt(depth: number): string
+}
+
+/** Rows per transaction (SQLite) or statement (PostgreSQL). */
+const BATCH = 100_000
+
+const paymentId = (i: number) => `pay_bench${String(i).padStart(21, '0')}`
+
+/**
+ * A new account with `count` payments, for the `pages` scenario: the list a user pages most. The
+ * account and its mandate are made through the services; the payments in bulk, straight through SQL
+ * (multi-row statements in big transactions, not the API), one millisecond apart, 95 % succeeded and
+ * the rest failed, all on that one mandate. Then the statistics, as after seedWishes.
+ */
+export async function seedPayments(store: TestStore, count: number): Promise<PagesSeed> {
+  const services = createServices({ config: loadConfig({}), db: store.db, clock: systemClock })
+  const created = await services.accounts.createKey(`bench-pages-${Date.now()}`, 'write')
+  const ctx = { accountId: created.account_id, requestId: null }
+  const mandate = await services.mandates.create(ctx, {
+    protocol: 'ap2', max_amount: 1_000_000, budget_amount: 1e12, usage: 'multi_use', currency: 'USD',
+    expires_at: new Date(Date.now() + 30 * 86_400_000).toISOString(),
+  })
+  const accountId = created.account_id
+  const start = Date.now() - count - 60_000
+  const began = performance.now()
+  const shown = (done: number) => process.stderr.write(`[${store.name}] seeding payments ${done}/${count} (${((performance.now() - began) / 1000).toFixed(1)} s)\n`)
+
+  if (store.name === 'sqlite') {
+    const connection = new SQLite(store.sqlitePath)
+    connection.pragma('journal_mode = WAL')
+    // 50 rows a statement: 750 parameters, well under SQLite's 32,766.
+    const ROWS = 50
+    const values = '(?, ?, ?, null, ?, \'USD\', ?, \'ap2\', ?, 0, ?, ?, \'{}\', ?, ?, null)'
+    const columns = 'id, account_id, mandate_id, wish_id, amount, currency, status, protocol_type, payment_method, amount_refunded, failure_code, failure_message, metadata, created_at, updated_at, ap2'
+    const many = connection.prepare(`insert into payments (${columns}) values ${Array.from({ length: ROWS }, () => values).join(', ')}`)
+    const one = connection.prepare(`insert into payments (${columns}) values ${values}`)
+    const paramsOf = (i: number) => {
+      const at = new Date(start + i).toISOString()
+      const failed = i % 20 === 0
+      return [paymentId(i), accountId, mandate.id, 1000 + (i % 9000), failed ? 'failed' : 'succeeded', failed ? 'test_card_declined' : 'card',
+        failed ? 'card_declined' : null, failed ? 'The card was declined' : null, at, at]
+    }
+    const batch = connection.transaction((from: number, to: number) => {
+      let i = from
+      for (; i + ROWS <= to; i += ROWS) many.run(Array.from({ length: ROWS }, (_, k) => paramsOf(i + k)).flat())
+      for (; i < to; i++) one.run(paramsOf(i))
+    })
+    for (let from = 0; from < count; from += BATCH) {
+      batch(from, Math.min(count, from + BATCH))
+      shown(Math.min(count, from + BATCH))
+    }
+    connection.pragma('wal_checkpoint(TRUNCATE)')
+    connection.close()
+    await sql`analyze`.execute(store.db.kysely)
+  } else {
+    for (let from = 0; from < count; from += BATCH) {
+      const to = Math.min(count, from + BATCH)
+      await sql`insert into payments (id, account_id, mandate_id, wish_id, amount, currency, status, protocol_type, payment_method, amount_refunded,
+          failure_code, failure_message, metadata, created_at, updated_at, ap2)
+        select 'pay_bench' || lpad(i::text, 21, '0'), ${accountId}, ${mandate.id}, null, 1000 + i % 9000, 'USD',
+          case when i % 20 = 0 then 'failed' else 'succeeded' end, 'ap2',
+          case when i % 20 = 0 then 'test_card_declined' else 'card' end, 0,
+          case when i % 20 = 0 then 'card_declined' end, case when i % 20 = 0 then 'The card was declined' end, '{}',
+          to_char((to_timestamp(${start / 1000}::double precision) + i * interval '1 millisecond') at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+          to_char((to_timestamp(${start / 1000}::double precision) + i * interval '1 millisecond') at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+          null
+        from generate_series(${from}::int, ${to - 1}::int) as i`.execute(store.db.kysely)
+      shown(to)
+    }
+    // As after seedWishes: statistics and the visibility map for index-only counts, then the seed
+    // written out before any scenario runs.
+    await sql`vacuum analyze payments`.execute(store.db.kysely)
+    await sql`checkpoint`.execute(store.db.kysely).catch((error: unknown) => {
+      process.stderr.write(`[postgres] no checkpoint after seeding (${String(error)}); figures may suffer\n`)
+    })
+  }
+  return { key: created.key, accountId, count, idAt: (depth) => paymentId(count - 1 - depth) }
+}
