@@ -48,7 +48,7 @@ const NOT_FROM_JOBS = {
 }
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', 'data/', 'bench/results/'] },
+  { ignores: ['node_modules/', 'dist/', 'data/', 'bench/results/', 'dashboard/dist/', 'packages/*/dist/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

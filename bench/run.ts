@@ -11,6 +11,7 @@ import { paymentFloor } from './floors.js'
 import { ROOT, type RunningProcess, startHello, startWishpay } from './processes.js'
 import { load, type LoadResult, newPaymentBody } from './scenarios.js'
 import { seedBasics, seedWishes } from './seed.js'
+import { seedPayments } from './seed-pages.js'
 import { migrateToLatest } from '../src/db/migrate.js'
 import { openStore, type TestStore } from '../test/helpers/stores.js'
 
@@ -21,16 +22,19 @@ const { values } = parseArgs({
     // For working on one thing: `--only payments,get` runs those scenarios; results are not written.
     only: { type: 'string' },
     wishes: { type: 'string' },
+    // Payments of the `pages` scenario's account (default 1,000,000; 20,000 with --quick).
+    pages: { type: 'string' },
   },
 })
 const quick = values.quick
 const only = values.only?.split(',')
-const partial = quick || only !== undefined || values.wishes !== undefined
+const partial = quick || only !== undefined || values.wishes !== undefined || values.pages !== undefined
 const DURATION = quick ? 1 : 10
 const WARMUP = quick ? 1 : 3
 const CONNECTIONS = 64
 const WISHES = values.wishes ? Number(values.wishes) : quick ? 10_000 : 1_000_000
-const SCENARIOS = ['payments', 'replay', 'get', 'wishes', 'list'] as const
+const PAGES = values.pages ? Number(values.pages) : quick ? 20_000 : 1_000_000
+const SCENARIOS = ['payments', 'replay', 'get', 'wishes', 'list', 'pages'] as const
 const runs = (scenario: (typeof SCENARIOS)[number]) => only === undefined || only.includes(scenario)
 if (only?.some((s) => !(SCENARIOS as readonly string[]).includes(s))) throw new Error(`--only takes ${SCENARIOS.join(',')}`)
 
@@ -67,6 +71,7 @@ async function runStore(store: TestStore): Promise<Row[]> {
     process.stderr.write(`[${store.name}] seeding ${WISHES} wishes…\n`)
     await seedWishes(store, seed.accountId, WISHES)
   }
+  const pages = runs('pages') ? await seedPayments(store, PAGES) : undefined
 
   // The floors run alone, before the service starts, so neither slows the other.
   process.stderr.write(`[${store.name}] floors…\n`)
@@ -104,6 +109,19 @@ async function runStore(store: TestStore): Promise<Row[]> {
       const deep = WISHES >= 1_000_000 ? 900_000 : Math.floor(WISHES * 0.9)
       const far = await load({ ...base, path: `/wishes?status=active&limit=10&offset=${deep}` })
       rows.push(row(`… same at offset=${deep}`, far, server, 'p50/p99 only', null))
+    }
+    if (pages) {
+      // Cursor pagination (issue 16): the page at 90 % of the account's payments, by cursor and by offset,
+      // beside the first page. --quick only runs the cursor page, to check that the code path works. At 4
+      // connections: every answer counts meta.total over the account's payments (docs/performance.md), and
+      // at 64 all three scenarios queue past autocannon's 10 s timeout, which would compare nothing.
+      const list = { ...base, key: pages.key, connections: 4 }
+      const deep = Math.floor(pages.count * 0.9)
+      const label = `GET /payments?limit=10 (${pages.count} rows, 4 connections)`
+      if (!quick) rows.push(row(label, await load({ ...list, path: '/payments?limit=10' }), server, 'p50/p99 only', null))
+      const cursor = await load({ ...list, path: `/payments?limit=10&starting_after=${pages.idAt(deep - 1)}` })
+      rows.push(row(quick ? `${label} by cursor at ${deep}` : `… same by starting_after at ${deep}`, cursor, server, 'p50/p99 only', null))
+      if (!quick) rows.push(row(`… same at offset=${deep}`, await load({ ...list, path: `/payments?limit=10&offset=${deep}` }), server, 'p50/p99 only', null))
     }
   } finally {
     await server.stop()

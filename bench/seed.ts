@@ -4,6 +4,7 @@ import { loadConfig } from '../src/config.js'
 import { systemClock } from '../src/lib/clock.js'
 import { createServices } from '../src/services.js'
 import type { TestStore } from '../test/helpers/stores.js'
+import { progress } from './progress.js'
 
 export interface Seed {
   key: string
@@ -25,12 +26,16 @@ export async function seedBasics(store: TestStore): Promise<Seed> {
   return { key: created.key, accountId: created.account_id, mandateId: mandate.id, paymentId: payment.id }
 }
 
+/** Rows per transaction (SQLite) or statement (PostgreSQL): progress is shown between them. */
+const SEED_BATCH = 50_000
+
 /**
  * `count` wishes in bulk, straight through SQL: 95 % active (so offset 900000 of status=active still
  * has rows at 1M), the rest pending, fulfilled or cancelled; one millisecond apart.
  */
 export async function seedWishes(store: TestStore, accountId: string, count: number): Promise<void> {
   const start = Date.now() - count - 60_000
+  const shown = progress(`[${store.name}] seeding wishes`, count)
   if (store.name === 'sqlite') {
     const connection = new SQLite(store.sqlitePath)
     connection.pragma('journal_mode = WAL')
@@ -44,17 +49,24 @@ export async function seedWishes(store: TestStore, accountId: string, count: num
         insert.run(`wish_bench${String(i).padStart(21, '0')}`, accountId, status, `bench wish ${i}`, at, at)
       }
     })
-    for (let from = 0; from < count; from += 50_000) batch(from, Math.min(count, from + 50_000))
+    for (let from = 0; from < count; from += SEED_BATCH) {
+      batch(from, Math.min(count, from + SEED_BATCH))
+      shown.update(Math.min(count, from + SEED_BATCH))
+    }
     connection.pragma('wal_checkpoint(TRUNCATE)')
     connection.close()
   } else {
-    await sql`insert into wishes (id, account_id, status, query, budget_max, budget_currency, protocol, category, metadata, expires_at, created_at, updated_at)
-      select 'wish_bench' || lpad(i::text, 21, '0'), ${accountId},
-        case when i % 20 = 0 then (array['pending','fulfilled','cancelled'])[((i / 20) % 3) + 1] else 'active' end,
-        'bench wish ' || i, null, null, 'ap2', null, '{}', null,
-        to_char((to_timestamp(${start / 1000}::double precision) + i * interval '1 millisecond') at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-        to_char((to_timestamp(${start / 1000}::double precision) + i * interval '1 millisecond') at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
-      from generate_series(0, ${count - 1}::int) as i`.execute(store.db.kysely)
+    for (let from = 0; from < count; from += SEED_BATCH) {
+      const to = Math.min(count, from + SEED_BATCH)
+      await sql`insert into wishes (id, account_id, status, query, budget_max, budget_currency, protocol, category, metadata, expires_at, created_at, updated_at)
+        select 'wish_bench' || lpad(i::text, 21, '0'), ${accountId},
+          case when i % 20 = 0 then (array['pending','fulfilled','cancelled'])[((i / 20) % 3) + 1] else 'active' end,
+          'bench wish ' || i, null, null, 'ap2', null, '{}', null,
+          to_char((to_timestamp(${start / 1000}::double precision) + i * interval '1 millisecond') at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+          to_char((to_timestamp(${start / 1000}::double precision) + i * interval '1 millisecond') at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+        from generate_series(${from}::int, ${to - 1}::int) as i`.execute(store.db.kysely)
+      shown.update(to)
+    }
   }
   // The counters the service keeps with every wish write (migration 0005).
   await store.db.kysely.insertInto('wish_counts').columns(['account_id', 'status', 'slot', 'n'])

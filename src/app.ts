@@ -3,6 +3,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import type { Config } from './config.js'
 import type { Database } from './db/database.js'
 import { authenticate } from './http/auth.js'
+import { dashboardRoutes } from './http/dashboard.js'
 import { type Lifecycle, registerDraining } from './http/draining.js'
 import { BODY_LIMIT_BYTES, registerErrorHandling } from './http/error-handler.js'
 import { clientErrorHandler, frameworkErrorHandler, MAX_PARAM_LENGTH, registerConnectionAnswers } from './http/client-errors.js'
@@ -28,6 +29,7 @@ import { acpDiscoveryRoutes, acpRoutes } from './modules/acp/routes.js'
 import { vaultTokenRoutes } from './modules/vault-tokens/routes.js'
 import { VaultTokenSchema } from './modules/vault-tokens/schemas.js'
 import { eventRoutes } from './modules/events/routes.js'
+import { createEventStreams } from './modules/events/stream.js'
 import { EventSchema } from './modules/events/schemas.js'
 import { healthRoutes } from './modules/health/routes.js'
 import { mandateRoutes } from './modules/mandates/routes.js'
@@ -36,7 +38,7 @@ import { MandateSchema } from './modules/mandates/schemas.js'
 import { paymentRoutes } from './modules/payments/routes.js'
 import { jwksRoutes, receiptRoutes } from './modules/receipts/routes.js'
 import { PaymentSchema, RefundSchema } from './modules/payments/schemas.js'
-import { CreatedWebhookEndpointSchema, DeliveryAttemptSchema, WebhookEndpointSchema } from './modules/webhooks/schemas.js'
+import { CreatedWebhookEndpointSchema, DeliveryAttemptSchema, DeliveryResendSchema, WebhookEndpointSchema } from './modules/webhooks/schemas.js'
 import { webhookRoutes } from './modules/webhooks/routes.js'
 import { WishSchema } from './modules/wishes/schemas.js'
 import { wishRoutes } from './modules/wishes/routes.js'
@@ -91,7 +93,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   })
   registerTextGuard(app)
   const shared = [ErrorResponse, WishSchema, MandateSchema, PaymentSchema, RefundSchema, EventSchema,
-    WebhookEndpointSchema, CreatedWebhookEndpointSchema, DeliveryAttemptSchema, AgentSchema, TrustedKeySchema, NonceSchema, VaultTokenSchema]
+    WebhookEndpointSchema, CreatedWebhookEndpointSchema, DeliveryAttemptSchema, DeliveryResendSchema, AgentSchema, TrustedKeySchema, NonceSchema, VaultTokenSchema]
   for (const schema of shared) app.addSchema(schema)
   const lifecycle = deps.lifecycle ?? { draining: false }
   registerRequestContext(app)
@@ -110,13 +112,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(healthRoutes, { db: deps.db, lifecycle })
   await app.register(jwksRoutes, { receipts: services.receipts })
   await app.register(acpDiscoveryRoutes)
+  // The web dashboard (not part of the API: hidden from /openapi.json); it calls the API with the user's key.
+  await app.register(dashboardRoutes)
   await app.register(async (api) => {
     api.addHook('onRequest', authenticate(services.accounts))
     api.addHook('onRequest', limitRate)
     await api.register(wishRoutes, { wishes: services.wishes })
     await api.register(mandateRoutes, { mandates: services.mandates })
     await api.register(paymentRoutes, { payments: services.payments })
-    await api.register(eventRoutes, { events: services.events })
+    await api.register(eventRoutes, { events: services.events, streams: createEventStreams({ db: deps.db, clock, settleMs: deps.config.eventStreamSettleMs, pollMs: deps.config.eventStreamPollMs }) })
     await api.register(webhookRoutes, { webhooks: services.webhooks })
     await api.register(agentRoutes, { agents: services.agents })
     await api.register(trustedKeyRoutes, { trustedKeys: services.trustedKeys })

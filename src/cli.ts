@@ -8,6 +8,7 @@ import { createAccountService } from './modules/accounts/service.js'
 import { createAgentService } from './modules/agents/service.js'
 import type { Scope } from './modules/accounts/keys.js'
 import { rotateSigningKey } from './modules/receipts/signing-keys.js'
+import { isRemoteCommand, REMOTE_USAGE, runRemoteCommand } from './cli/remote.js'
 import { serve, work } from './server.js'
 
 const USAGE = `Usage: wishpay <command>
@@ -23,6 +24,7 @@ const USAGE = `Usage: wishpay <command>
   keys revoke KEY_ID                          revoke an API key
   signing-keys rotate                         a new receipt signing key; the old ones are retired
                                               (still in /.well-known/jwks.json for 30 days)
+${REMOTE_USAGE}
 
 Configuration comes from the environment, as for the server (see README).`
 
@@ -113,6 +115,8 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(`${USAGE}\n`)
     return
   }
+  // These talk to a running server over HTTP and need none of its configuration.
+  if (isRemoteCommand(command)) return runRemoteCommand(command, args, USAGE)
   const config = loadConfig()
   switch (command) {
     case 'serve': {

@@ -20,6 +20,9 @@ export interface Config {
   readonly defaultProtocol: 'ap2' | 'acp'
   /** How long a stopping server waits for in-flight requests before closing their connections. */
   readonly shutdownTimeoutMs: number
+  /** How old an event must be before GET /events/stream sends it (events/stream.ts), and how often a stream looks. */
+  readonly eventStreamSettleMs: number
+  readonly eventStreamPollMs: number
   readonly production: boolean
 }
 
@@ -113,6 +116,8 @@ export function loadConfig(env: Env = process.env): Config {
     cardFingerprintSecret: read<string | undefined>('CARD_FINGERPRINT_SECRET', text, undefined),
     defaultProtocol: read('DEFAULT_PROTOCOL', oneOf(['ap2', 'acp'] as const), 'ap2'),
     shutdownTimeoutMs: read('SHUTDOWN_TIMEOUT_MS', integer(0, 600_000), 10_000),
+    eventStreamSettleMs: read('EVENT_STREAM_SETTLE_MS', integer(0, 60_000), 2000),
+    eventStreamPollMs: read('EVENT_STREAM_POLL_MS', integer(10, 60_000), 500),
     production: env.NODE_ENV === 'production',
   }
   if (problems.length > 0) throw new ConfigError(problems.map((p) => `Invalid configuration: ${p}`).join('\n'))

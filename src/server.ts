@@ -28,6 +28,14 @@ async function openAndMigrate(config: Config, logger: Logger): Promise<Database>
   return db
 }
 
+/**
+ * The command that makes the first key, for a first start that made none itself (PostgreSQL, or
+ * production). The URL is not repeated: it may hold a password.
+ */
+function firstKeyCommand(config: Pick<Config, 'databaseUrl' | 'dataDir'>): string {
+  return `${config.databaseUrl ? 'DATABASE_URL=…' : `DATA_DIR=${config.dataDir}`} npx wishpay keys create --account NAME`
+}
+
 /** Runs `stop` once on SIGTERM or SIGINT, then exits 0 (1 if stopping failed). */
 function onSignal(logger: Logger, stop: () => Promise<void>): void {
   let stopping = false
@@ -51,6 +59,7 @@ export async function serve(config: Config, options: { jobs: boolean } = { jobs:
   const clock = systemClock
   const services = createServices({ config, db, clock })
   const created = await ensureDevelopmentKey(config, services.accounts)
+  const keyless = !created && !(await services.accounts.hasAnyAccount())
   // Wishpay's receipt signing key, made on first start (src/modules/receipts/signing-keys.ts).
   await services.receipts.ensureSigningKey()
   const metrics = createMetrics({ db, clock })
@@ -65,6 +74,11 @@ export async function serve(config: Config, options: { jobs: boolean } = { jobs:
   logger.info({ address, store: dialectOf(db.kysely), jobs: options.jobs }, 'wishpay listening')
   // Straight to the terminal, never through the logger: logs must not hold keys.
   if (created) process.stdout.write(developmentKeyBanner(created, address.replace('0.0.0.0', '127.0.0.1')))
+  // Without a key nothing but the open routes answers: say how to make one, with the same environment.
+  if (keyless) {
+    const command = firstKeyCommand(config)
+    logger.warn({ command }, `no API keys yet: create one with \`${command}\`${config.databaseUrl ? ' (… is this server\'s DATABASE_URL)' : ''}`)
+  }
 
   // While draining, answers close their connection, so keep-alive clients cannot hold the server open.
   app.server.on('request', (_request, response) => { if (lifecycle.draining) response.shouldKeepAlive = false })

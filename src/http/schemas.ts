@@ -48,19 +48,36 @@ export const IdempotencyKeyField = Type.Optional(Type.String({
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 255 }) }, { additionalProperties: false })
 
 /**
- * The list rules of contract section 1, shared by every list route. Query-string integers must be
- * plain decimal digits (`offset=1e3`, `limit=+5`, `limit=1.0` are refused): src/http/text-guard.ts.
+ * The list rules of contract section 1, shared by every list route, and the cursors of issue 16
+ * (src/lib/paging.ts). Query-string integers must be plain decimal digits (`offset=1e3`, `limit=+5`,
+ * `limit=1.0` are refused): src/http/text-guard.ts.
  */
 export const PageQuery = {
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_PAGE.limit, description: 'Items per page, 1..100 in plain digits (default 10)' })),
-  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_OFFSET, default: DEFAULT_PAGE.offset, description: 'Items to skip, 0..1000000000 in plain digits (default 0)' })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_OFFSET, default: DEFAULT_PAGE.offset, description: 'Items to skip, 0..1000000000 in plain digits (default 0). Not with a cursor (400 parameter_invalid): a cursor page starts at its cursor' })),
+  starting_after: Type.Optional(Type.String({
+    minLength: 1,
+    maxLength: 255,
+    description: 'Cursor: the id of an object of this list (usually the last of the page you have); answers the objects that follow it, older ones, newest first, as fast at any depth. '
+      + 'Not with ending_before or an offset (400 parameter_invalid); an id that is not an object of this list (an id of another account included) is 400 resource_missing. '
+      + 'Filters apply as usual; the cursor object need not match them',
+  })),
+  ending_before: Type.Optional(Type.String({
+    minLength: 1,
+    maxLength: 255,
+    description: 'Cursor: the id of an object of this list (usually the first of the page you have); answers the objects just before it, newer ones, still newest first, to page backwards. '
+      + 'Same rules as starting_after',
+  })),
 }
-
 
 export const ListMeta = Type.Object({
   total: Type.Integer({ description: 'Count of all items matching the filter' }),
-  limit: Type.Integer(),
-  offset: Type.Integer(),
+  limit: Type.Integer({ description: 'The page size applied' }),
+  offset: Type.Integer({ description: 'The offset applied (0 with a cursor)' }),
+  has_more: Type.Boolean({
+    description: 'Whether more items follow in the direction of travel: after this page for offsets and starting_after '
+      + '(send starting_after=<last id> for them), before it for ending_before (send ending_before=<first id>)',
+  }),
 }, { additionalProperties: false })
 
 /** The codes a field error (`error.errors[]`) can carry: src/http/validation.ts and FieldErrors. */
@@ -135,6 +152,10 @@ export const ERROR_STATUSES: Record<number, ErrorStatus> = {
     codes: [
       'parameter_missing', 'parameter_invalid', 'parameter_unknown', 'invalid_json', 'idempotency_key_mismatch',
       'resource_limit_exceeded', 'invalid_url', 'bad_request', 'mandate_malformed',
+      // A list's starting_after / ending_before that names no object of the list (lib/paging.ts).
+      'resource_missing',
+      // POST /payments/{id}/settle on a server whose processor is not the sandbox.
+      'sandbox_only',
     ],
     example: errors.validation([{ param: 'amount', code: 'parameter_missing', message: 'amount is required' }]),
   },

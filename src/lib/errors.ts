@@ -125,6 +125,12 @@ export const errors = {
     message: `No such ${resource}: '${id}'${wrongPrefixHint(resource, id)}`,
     param,
   }),
+  /**
+   * A list's `starting_after` / `ending_before` names no object of that list (unknown, of another kind,
+   * or another account's): 400 with Stripe's code, since the URL itself names nothing missing.
+   */
+  cursorMissing: (resource: string, id: string, param: string) =>
+    invalid('resource_missing', `No such ${resource}: '${id}'${wrongPrefixHint(resource, id) || ` (${param} takes the id of ${/^[aeiou]/i.test(resource) ? 'an' : 'a'} ${resource} of this list)`}`, param),
   /** GET /payments/{id}/receipt of a payment not made with an AP2 closed mandate: it has no receipt. */
   receiptMissing: (paymentId: string) => new AppError({
     status: 404,
@@ -163,6 +169,8 @@ export const errors = {
   payment: (code: string, message: string, param?: string) => new AppError({
     status: 422, type: 'payment_error', code, message, param,
   }),
+  /** POST /payments/{id}/settle on a server whose processor is not the sandbox: real payments settle on their own. */
+  sandboxOnly: () => invalid('sandbox_only', 'Only payments of the sandbox processor can be settled on request; this server\'s processor settles its payments itself'),
   invalidStateTransition: (message: string, param?: string) => new AppError({
     status: 409, type: 'conflict_error', code: 'invalid_state_transition', message, param,
   }),

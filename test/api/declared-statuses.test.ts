@@ -5,8 +5,10 @@ import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { buildApp } from '../../src/app.js'
+import { newId } from '../../src/lib/ids.js'
 import { type Response, startAppWithClosedDatabase, startTestApp, type TestAccount, type TestApp, toResponse } from '../helpers/app.js'
 import { createMandate } from '../helpers/fixtures.js'
+import { injectEventStream, isEventStream } from '../helpers/event-stream.js'
 import { type Exchange, OpenApiContract, type Operation } from '../helpers/openapi-contract.js'
 import { storeKinds } from '../helpers/stores.js'
 
@@ -82,6 +84,16 @@ const make = {
     await make.wish(a, 0)
     return (await a.request('GET', '/events?limit=1')).body.data[0]
   },
+  /** A failed delivery attempt of an event to an endpoint, as the delivery job records one. */
+  deliveryAttempt: async (t: TestApp, a: TestAccount): Promise<{ id: string }> => {
+    const [endpoint, event] = [await make.endpoint(a), await make.event(a)]
+    const id = newId('wha')
+    await t.store.db.kysely.insertInto('webhook_attempts').values({
+      id, account_id: a.id, endpoint_id: endpoint.id, event_id: event.id, event_type: event.type, attempt: 1,
+      status_code: 500, error: 'HTTP 500', succeeded: 0, duration_ms: 1, next_retry_at: null, created_at: event.created_at,
+    }).execute()
+    return { id }
+  },
 }
 
 /** A valid request for each operation; the test fails for an operation that has none. */
@@ -101,8 +113,11 @@ function validRequests(t: TestApp): Record<string, Maker> {
     getPayment: async (a, seed) => ({ method: 'GET', url: `/payments/${(await make.payment(t, a, seed)).id}` }),
     createRefund: async (a, seed) => ({ method: 'POST', url: `/payments/${(await make.payment(t, a, seed)).id}/refunds`, body: {} }),
     listRefunds: async (a, seed) => ({ method: 'GET', url: `/payments/${(await make.payment(t, a, seed)).id}/refunds` }),
+    settlePayment: async (a, seed) => ({ method: 'POST', url: `/payments/${(await make.payment(t, a, seed, 'bank_transfer')).id}/settle` }),
     listEvents: async () => ({ method: 'GET', url: '/events' }),
     getEvent: async (a) => ({ method: 'GET', url: `/events/${(await make.event(a)).id}` }),
+    streamEvents: async () => ({ method: 'GET', url: '/events/stream' }),
+    resendWebhookDelivery: async (a) => ({ method: 'POST', url: `/webhook_deliveries/${(await make.deliveryAttempt(t, a)).id}/resend` }),
     createWebhookEndpoint: async (_a, seed) => ({ method: 'POST', url: '/webhook_endpoints', body: { url: `https://example.org/hooks/${seed}`, events: ['*'] } }),
     listWebhookEndpoints: async () => ({ method: 'GET', url: '/webhook_endpoints' }),
     getWebhookEndpoint: async (a) => ({ method: 'GET', url: `/webhook_endpoints/${(await make.endpoint(a)).id}` }),
@@ -165,6 +180,7 @@ function serviceRefusals(t: TestApp): Record<string, Array<(a: TestAccount) => P
       async (a) => ({ method: 'POST', url: `/payments/${(await make.payment(t, a, 1, 'test_card_declined')).id}/refunds`, body: {} }),
       async (a) => ({ method: 'POST', url: `/payments/${(await make.payment(t, a, 1)).id}/refunds`, body: { amount: 1_000_000 } }),
     ],
+    settlePayment: [async (a) => ({ method: 'POST', url: `/payments/${(await make.payment(t, a, 1)).id}/settle` })],
     disableAgent: [async (a) => {
       const agent = await make.agent(a)
       await a.request('POST', `/agents/${agent.id}/disable`)
@@ -259,7 +275,8 @@ for (const kind of storeKinds()) {
         payload = typeof request.body === 'string' ? request.body : JSON.stringify(request.body)
         headers['content-type'] ??= 'application/json'
       }
-      const res = toResponse(await inject({ method: request.method, url: request.url, headers, ...(payload !== undefined ? { payload } : {}) }))
+      const options = { method: request.method, url: request.url, headers, ...(payload !== undefined ? { payload } : {}) }
+      const res = toResponse(isEventStream(request.url) ? await injectEventStream(inject, options as never) : await inject(options))
       const exchange: Exchange = { method: request.method, url: request.url, requestBody: payload, status: res.status, headers: res.headers, raw: res.raw }
       problems.push(...contract.problems(exchange).map((p) => `${p}\n    request: ${request.method} ${request.url.slice(0, 120)} ${payload?.slice(0, 120) ?? ''}`))
       const operation = contract.find(request.method, request.url)

@@ -37,7 +37,7 @@ for (const kind of storeKinds()) {
       assert.equal(res.status, 201, res.raw)
       const page = await list(a)
       assert.equal(page.data.length, 1)
-      assert.deepEqual(page.meta, { total: 1, limit: 10, offset: 0 })
+      assert.deepEqual(page.meta, { total: 1, limit: 10, offset: 0, has_more: false })
       const e = page.data[0]
       assert.deepEqual(Object.keys(e).sort(), ['created_at', 'data', 'id', 'request_id', 'type'])
       assert.match(e.id, EVENT_ID)
@@ -132,16 +132,16 @@ for (const kind of storeKinds()) {
       assert.deepEqual(all.map((e: any) => e.data.object.id), [...made].reverse(), 'newest change first')
 
       const first = await list(a)
-      assert.deepEqual(first.meta, { total: 12, limit: 10, offset: 0 })
+      assert.deepEqual(first.meta, { total: 12, limit: 10, offset: 0, has_more: true })
       assert.deepEqual(ids(first.data), ids(all.slice(0, 10)))
       for (const offset of [0, 5, 10]) {
         const page = await list(a, `?limit=5&offset=${offset}`)
-        assert.deepEqual(page.meta, { total: 12, limit: 5, offset })
+        assert.deepEqual(page.meta, { total: 12, limit: 5, offset, has_more: offset + 5 < 12 })
         assert.deepEqual(ids(page.data), ids(all.slice(offset, offset + 5)))
       }
       assert.deepEqual(ids((await list(a, '?limit=1')).data), [all[0].id])
-      assert.deepEqual((await list(a, '?limit=100')).meta, { total: 12, limit: 100, offset: 0 })
-      assert.deepEqual(await list(a, '?offset=12'), { data: [], meta: { total: 12, limit: 10, offset: 12 } })
+      assert.deepEqual((await list(a, '?limit=100')).meta, { total: 12, limit: 100, offset: 0, has_more: false })
+      assert.deepEqual(await list(a, '?offset=12'), { data: [], meta: { total: 12, limit: 10, offset: 12, has_more: false } })
     })
 
     test('GET /events?type= filters; total counts the matches', async () => {
@@ -156,14 +156,14 @@ for (const kind of storeKinds()) {
       assert.equal(put.status, 200, put.raw)
 
       const created = await list(a, '?type=wish.created')
-      assert.deepEqual(created.meta, { total: 2, limit: 10, offset: 0 })
+      assert.deepEqual(created.meta, { total: 2, limit: 10, offset: 0, has_more: false })
       assert.deepEqual(created.data.map((e: any) => [e.type, e.data.object.id]), [['wish.created', w2.id], ['wish.created', w1.id]])
       const second = await list(a, '?type=wish.created&limit=1&offset=1')
-      assert.deepEqual(second.meta, { total: 2, limit: 1, offset: 1 })
+      assert.deepEqual(second.meta, { total: 2, limit: 1, offset: 1, has_more: false })
       assert.deepEqual(second.data.map((e: any) => e.data.object.id), [w1.id])
       assert.deepEqual((await list(a, '?type=mandate.created')).data.map((e: any) => e.type), ['mandate.created'])
       assert.deepEqual((await list(a, '?type=wish.updated')).data.map((e: any) => e.data.object.query), ['changed'])
-      assert.deepEqual(await list(a, '?type=payment.failed'), { data: [], meta: { total: 0, limit: 10, offset: 0 } })
+      assert.deepEqual(await list(a, '?type=payment.failed'), { data: [], meta: { total: 0, limit: 10, offset: 0, has_more: false } })
       assert.equal((await list(a)).meta.total, 4)
     })
 
@@ -199,8 +199,8 @@ for (const kind of storeKinds()) {
       assertNotFound(await a.request('GET', `/events/${newId('evt')}`))
       assertNotFound(await a.request('GET', '/events/nope'))
       assertNotFound(await b.request('GET', `/events/${event.id}`))
-      assert.deepEqual(await list(b), { data: [], meta: { total: 0, limit: 10, offset: 0 } })
-      assert.deepEqual(await list(b, '?type=wish.created'), { data: [], meta: { total: 0, limit: 10, offset: 0 } })
+      assert.deepEqual(await list(b), { data: [], meta: { total: 0, limit: 10, offset: 0, has_more: false } })
+      assert.deepEqual(await list(b, '?type=wish.created'), { data: [], meta: { total: 0, limit: 10, offset: 0, has_more: false } })
 
       const own = await createWish(b, wishBody(2))
       const bList = await list(b)

@@ -85,6 +85,15 @@ export async function run(baseUrl: string, key: string, fetchImpl: (request: Req
   if (refund.amount !== 1999) throw new Error('createRefund: expected the whole payment refunded')
   seen('listRefunds', (await client.GET('/payments/{id}/refunds', { params: { path: { id: payment.id } } })).response)
 
+  // A pending bank transfer, settled at once (the sandbox's test-mode convenience)
+  const transferMandate = await client.POST('/mandates', { body: { protocol: 'ap2', max_amount: 5000, expires_at: FAR_FUTURE } })
+  seen('createMandate', transferMandate.response)
+  const transfer = await client.POST('/payments', { body: { mandate_id: must(transferMandate.data, 'createMandate').data.id, amount: 500, payment_method: 'bank_transfer', idempotency_key: 'client-transfer-' + unique } })
+  seen('createPayment', transfer.response)
+  const settled = await client.POST('/payments/{id}/settle', { params: { path: { id: must(transfer.data, 'createPayment').data.id } } })
+  seen('settlePayment', settled.response)
+  if (must(settled.data, 'settlePayment').data.status !== 'succeeded') throw new Error('settlePayment: expected succeeded')
+
   const refused = await client.POST('/payments', { body: { mandate_id: 'mdt_missing', amount: 100, idempotency_key: 'client-refused-' + unique } })
   seen('createPayment', refused.response)
   if (refused.error?.error.code !== 'mandate_not_found') throw new Error('createPayment: expected mandate_not_found')
@@ -97,6 +106,11 @@ export async function run(baseUrl: string, key: string, fetchImpl: (request: Req
   seen('listEvents', events.response)
   const event = must(must(events.data, 'listEvents').data[0], 'listEvents: no event')
   seen('getEvent', (await client.GET('/events/{id}', { params: { path: { id: event.id } } })).response)
+  // The stream stays open: its answer is taken as it starts, then the request is aborted.
+  const streaming = new AbortController()
+  const stream = await client.GET('/events/stream', { parseAs: 'stream', signal: streaming.signal })
+  seen('streamEvents', stream.response)
+  streaming.abort()
 
   // Webhook endpoints
   const createdEndpoint = await client.POST('/webhook_endpoints', { body: { url: 'https://example.org/hooks/wishpay', events: ['payment.succeeded'] } })
@@ -108,6 +122,8 @@ export async function run(baseUrl: string, key: string, fetchImpl: (request: Req
   seen('getWebhookEndpoint', (await client.GET('/webhook_endpoints/{id}', { params: { path: { id: endpoint.id } } })).response)
   seen('updateWebhookEndpoint', (await client.PUT('/webhook_endpoints/{id}', { params: { path: { id: endpoint.id } } })).response)
   seen('listWebhookDeliveries', (await client.GET('/webhook_endpoints/{id}/deliveries', { params: { path: { id: endpoint.id } } })).response)
+  // Nothing was delivered to example.org yet: a resend of an attempt that is not there is 404.
+  seen('resendWebhookDelivery', (await client.POST('/webhook_deliveries/{id}/resend', { params: { path: { id: 'wha_missing' } } })).response)
   seen('deleteWebhookEndpoint', (await client.DELETE('/webhook_endpoints/{id}', { params: { path: { id: endpoint.id } } })).response)
 
   // Agents
@@ -234,10 +250,11 @@ const EXPECTED: Array<[string, number]> = [
   ['createWish', 201], ['listWishes', 200], ['getWish', 200], ['updateWish', 200], ['getWish', 404],
   ['createMandate', 201], ['getMandate', 200], ['listMandates', 200],
   ['createPayment', 201], ['getPayment', 200], ['listPayments', 200], ['createRefund', 201], ['listRefunds', 200],
+  ['createMandate', 201], ['createPayment', 201], ['settlePayment', 200],
   ['createPayment', 422], ['revokeMandate', 200],
-  ['listEvents', 200], ['getEvent', 200],
+  ['listEvents', 200], ['getEvent', 200], ['streamEvents', 200],
   ['createWebhookEndpoint', 201], ['listWebhookEndpoints', 200], ['getWebhookEndpoint', 200], ['updateWebhookEndpoint', 200],
-  ['listWebhookDeliveries', 200], ['deleteWebhookEndpoint', 204],
+  ['listWebhookDeliveries', 200], ['resendWebhookDelivery', 404], ['deleteWebhookEndpoint', 204],
   ['createAgent', 201], ['listAgents', 200], ['getAgent', 200], ['createAgentKey', 201], ['disableAgent', 200],
   ['createTrustedKey', 201], ['listTrustedKeys', 200], ['getTrustedKey', 200], ['revokeTrustedKey', 200],
   ['createAp2Nonce', 201], ['getPaymentReceipt', 404],
@@ -245,6 +262,11 @@ const EXPECTED: Array<[string, number]> = [
   ['delegatePayment', 201], ['getVaultToken', 200], ['revokeVaultToken', 200], ['getAcpDiscovery', 200],
   ['getHealth', 200], ['getReadiness', 200], ['getOpenApi', 200], ['getJwks', 200], ['getMetrics', 200],
 ]
+
+/** A response's body; an event stream never ends, so its body is not read (the program aborts it). */
+async function bodyOf(response: Response): Promise<string> {
+  return (response.headers.get('content-type') ?? '').startsWith('text/event-stream') ? '' : response.text()
+}
 
 let compiled: Promise<Compiled> | undefined
 const dirs: string[] = []
@@ -289,7 +311,7 @@ for (const kind of storeKinds()) {
           requestContentType: request.headers.get('content-type') ?? undefined,
           status: response.status,
           headers: Object.fromEntries(response.headers),
-          raw: await response.clone().text(),
+          raw: await bodyOf(response.clone()),
         })
         return response
       }

@@ -401,7 +401,7 @@ for (const kind of storeKinds()) {
         const res = await a.request('GET', '/wishes?limit=5&offset=1')
         assert.equal(res.status, 200)
         assert.equal(res.body.data.length, 5)
-        assert.deepEqual(res.body.meta, { total: 6, limit: 5, offset: 1 })
+        assert.deepEqual(res.body.meta, { total: 6, limit: 5, offset: 1, has_more: false })
 
         const bad = await a.request('GET', '/wishes?limit=abc')
         assertError(bad, 400, 'invalid_request_error', 'parameter_invalid')

@@ -295,13 +295,13 @@ for (const kind of storeKinds()) {
         created.push(await create(a, i < 3 ? { wish_id: wish.id } : {}))
       }
       const all = await list(a)
-      assert.deepEqual(all.meta, { total: 6, limit: 10, offset: 0 })
+      assert.deepEqual(all.meta, { total: 6, limit: 10, offset: 0, has_more: false })
       assert.deepEqual(ids(all.data), ids(newestFirst(created)))
       assert.deepEqual(ids(all.data), ids([...created].reverse()))
       assert.deepEqual(all.data[0], await get(a, created[5].id), 'list items are full mandates')
 
       const page = await list(a, '?limit=2&offset=1')
-      assert.deepEqual(page.meta, { total: 6, limit: 2, offset: 1 })
+      assert.deepEqual(page.meta, { total: 6, limit: 2, offset: 1, has_more: true })
       assert.deepEqual(ids(page.data), [created[4].id, created[3].id])
 
       const revoked = await revoke(a, created[1].id)
@@ -309,7 +309,7 @@ for (const kind of storeKinds()) {
       await pay(a, created[4].id, 100) // single_use: consumed
 
       const active = await list(a, '?status=active')
-      assert.deepEqual(active.meta, { total: 4, limit: 10, offset: 0 })
+      assert.deepEqual(active.meta, { total: 4, limit: 10, offset: 0, has_more: false })
       assert.deepEqual(ids(active.data), [created[5].id, created[3].id, created[2].id, created[0].id])
       for (const m of active.data) assert.equal(m.status, 'active')
       assert.deepEqual(ids((await list(a, '?status=revoked')).data), [created[1].id])
@@ -318,10 +318,10 @@ for (const kind of storeKinds()) {
       assert.deepEqual((await list(a, '?status=expired')).meta.total, 0)
 
       const byWish = await list(a, `?wish_id=${wish.id}`)
-      assert.deepEqual(byWish.meta, { total: 3, limit: 10, offset: 0 })
+      assert.deepEqual(byWish.meta, { total: 3, limit: 10, offset: 0, has_more: false })
       assert.deepEqual(ids(byWish.data), [created[2].id, created[1].id, created[0].id])
       assert.deepEqual(ids((await list(a, `?wish_id=${wish.id}&status=active`)).data), [created[2].id, created[0].id])
-      assert.deepEqual(await list(a, '?wish_id=wish_01aaaaaaaaaaaaaaaaaaaaaaaa'), { data: [], meta: { total: 0, limit: 10, offset: 0 } })
+      assert.deepEqual(await list(a, '?wish_id=wish_01aaaaaaaaaaaaaaaaaaaaaaaa'), { data: [], meta: { total: 0, limit: 10, offset: 0, has_more: false } })
 
       assertInvalid(await a.request('GET', '/mandates?status=bogus'), 'status')
       assertInvalid(await a.request('GET', '/mandates?status=ACTIVE'), 'status')

@@ -43,7 +43,7 @@ function operationsOf(doc: any): Operation[] {
 
 /**
  * The routes Fastify serves, from its route tree ("├── /wishes (POST, GET, HEAD)" lines nested by
- * four-character indents), as "METHOD /path/{param}". HEAD twins and the /docs UI are left out.
+ * four-character indents), as "METHOD /path/{param}". HEAD twins, the /docs UI and the /dashboard are left out.
  */
 function servedRoutes(app: FastifyInstance): Set<string> {
   const out = new Set<string>()
@@ -54,7 +54,7 @@ function servedRoutes(app: FastifyInstance): Set<string> {
     stack.length = m[1]!.length / 4
     stack.push(m[2]!)
     const full = stack.join('').replace(/:([A-Za-z0-9_]+)/g, '{$1}')
-    if (!m[3] || full === '/docs' || full.startsWith('/docs/')) continue
+    if (!m[3] || /^\/(docs|dashboard)(\/|\*|$)/.test(full)) continue
     for (const method of m[3].split(', ')) if (method !== 'HEAD') out.add(`${method} ${full}`)
   }
   return out

@@ -53,13 +53,13 @@ for (const kind of storeKinds()) {
         made.push(await pay(a, { mandate_id: i < 3 ? m1.id : m2.id, amount: 100 + i, payment_method: methods[i] }))
       }
       const all = await listPayments(a)
-      assert.deepEqual(all.meta, { total: 6, limit: 10, offset: 0 })
+      assert.deepEqual(all.meta, { total: 6, limit: 10, offset: 0, has_more: false })
       assert.deepEqual(ids(all.data), ids(newestFirst(made)))
       assert.deepEqual(ids(all.data), ids([...made].reverse()))
       assert.deepEqual(all.data[0], await getPayment(a, made[5].id))
 
       const page = await listPayments(a, '?limit=2&offset=2')
-      assert.deepEqual(page.meta, { total: 6, limit: 2, offset: 2 })
+      assert.deepEqual(page.meta, { total: 6, limit: 2, offset: 2, has_more: true })
       assert.deepEqual(ids(page.data), [made[3].id, made[2].id])
 
       const succeeded = await listPayments(a, '?status=succeeded')
@@ -73,10 +73,10 @@ for (const kind of storeKinds()) {
       assert.deepEqual(ids((await listPayments(a, `?mandate_id=${m2.id}`)).data), [made[5].id, made[4].id, made[3].id])
       assert.deepEqual(ids((await listPayments(a, `?mandate_id=${m2.id}&status=failed`)).data), [made[5].id])
       const byWish = await listPayments(a, `?wish_id=${wish.id}`)
-      assert.deepEqual(byWish.meta, { total: 3, limit: 10, offset: 0 })
+      assert.deepEqual(byWish.meta, { total: 3, limit: 10, offset: 0, has_more: false })
       assert.deepEqual(ids(byWish.data), [made[2].id, made[1].id, made[0].id])
       for (const p of byWish.data) assert.equal(p.wish_id, wish.id)
-      assert.deepEqual(await listPayments(a, `?mandate_id=${theirs.id}`), { data: [], meta: { total: 0, limit: 10, offset: 0 } })
+      assert.deepEqual(await listPayments(a, `?mandate_id=${theirs.id}`), { data: [], meta: { total: 0, limit: 10, offset: 0, has_more: false } })
 
       assertInvalid(await a.request('GET', '/payments?status=bogus'), 'status')
       assertInvalid(await a.request('GET', '/payments?status=SUCCEEDED'), 'status')

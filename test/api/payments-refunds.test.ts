@@ -59,10 +59,10 @@ for (const kind of storeKinds()) {
 
       const listed = await a.request('GET', `/payments/${p.id}/refunds`)
       assert.equal(listed.status, 200, listed.raw)
-      assert.deepEqual(listed.body, { data: [r2, r1], meta: { total: 2, limit: 10, offset: 0 } })
+      assert.deepEqual(listed.body, { data: [r2, r1], meta: { total: 2, limit: 10, offset: 0, has_more: false } })
       const paged = await a.request('GET', `/payments/${p.id}/refunds?limit=1&offset=1`)
       assert.equal(paged.status, 200, paged.raw)
-      assert.deepEqual(paged.body, { data: [r1], meta: { total: 2, limit: 1, offset: 1 } })
+      assert.deepEqual(paged.body, { data: [r1], meta: { total: 2, limit: 1, offset: 1, has_more: false } })
 
       const events = await eventsOf(t, a.id, p.id)
       assert.deepEqual(events.map((e) => e.type), ['payment.created', 'payment.succeeded', 'payment.refunded', 'payment.refunded'])
@@ -116,7 +116,7 @@ for (const kind of storeKinds()) {
 
       const none = await a.request('GET', `/payments/${q.id}/refunds`)
       assert.equal(none.status, 200, none.raw)
-      assert.deepEqual(none.body, { data: [], meta: { total: 0, limit: 10, offset: 0 } })
+      assert.deepEqual(none.body, { data: [], meta: { total: 0, limit: 10, offset: 0, has_more: false } })
       assert.deepEqual((await eventsOf(t, a.id, failed.id)).map((e) => e.type), ['payment.created', 'payment.failed'])
       assert.deepEqual(await holding(a, m.id), { status: 'active', amount_used: 2100, uses_count: 3 })
     })

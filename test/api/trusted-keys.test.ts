@@ -129,7 +129,7 @@ for (const kind of storeKinds()) {
       assert.deepEqual(ids((await a.request('GET', '/trusted_keys?role=user_credential_issuer')).body.data), ids(newestFirst([made[1], made[3]])))
       const page = await a.request('GET', '/trusted_keys?limit=2&offset=1')
       assert.deepEqual(ids(page.body.data), ids(newestFirst(made)).slice(1, 3))
-      assert.deepEqual(page.body.meta, { total: 4, limit: 2, offset: 1 })
+      assert.deepEqual(page.body.meta, { total: 4, limit: 2, offset: 1, has_more: true })
       assertInvalid(await a.request('GET', '/trusted_keys?status=gone'), 'status')
     })
 

@@ -107,7 +107,7 @@ for (const kind of storeKinds()) {
       assert.throws(() => verifyDelivery(`whsec_${randomBytes(24).toString('base64')}`, d.body, d.headers), 'another secret')
 
       const log = await listAttempts(a, ep.id)
-      assert.deepEqual(log.meta, { total: 1, limit: 10, offset: 0 })
+      assert.deepEqual(log.meta, { total: 1, limit: 10, offset: 0, has_more: false })
       const attempt = log.data[0]
       assert.deepEqual(Object.keys(attempt).sort(), ATTEMPT_KEYS)
       assert.match(attempt.id, ATTEMPT_ID)
@@ -177,7 +177,7 @@ for (const kind of storeKinds()) {
       await drain()
       assert.deepEqual(r.deliveries.map((d) => d.answered), [500, 500, 200])
       log = await listAttempts(a, ep.id)
-      assert.deepEqual(log.meta, { total: 3, limit: 10, offset: 0 })
+      assert.deepEqual(log.meta, { total: 3, limit: 10, offset: 0, has_more: false })
       assert.deepEqual(log.data.map((x: any) => [x.attempt, x.status_code, x.succeeded]), [[3, 200, true], [2, 500, false], [1, 500, false]], 'newest first')
       assert.deepEqual(ids(log.data), ids(newestFirst(log.data)))
       assert.equal(log.data[0].error, null)

@@ -113,7 +113,7 @@ for (const kind of storeKinds()) {
       assert.ok(!got.raw.includes(secret), 'GET never shows the secret')
       const listed = await a.request('GET', '/webhook_endpoints')
       assert.equal(listed.status, 200, listed.raw)
-      assert.deepEqual(listed.body, { data: [shown], meta: { total: 1, limit: 10, offset: 0 } })
+      assert.deepEqual(listed.body, { data: [shown], meta: { total: 1, limit: 10, offset: 0, has_more: false } })
       assert.ok(!listed.raw.includes(secret), 'the list never shows the secret')
       const put = await a.request('PUT', `/webhook_endpoints/${ep.id}`, { description: 'renamed' })
       assert.equal(put.status, 200, put.raw)
@@ -150,7 +150,7 @@ for (const kind of storeKinds()) {
         const res = await a.request('POST', '/webhook_endpoints', body)
         assert.doesNotThrow(() => assertInvalid(res, param, code), `${name}: ${res.raw}`)
       }
-      assert.deepEqual(await getList(a, '/webhook_endpoints'), { data: [], meta: { total: 0, limit: 10, offset: 0 } })
+      assert.deepEqual(await getList(a, '/webhook_endpoints'), { data: [], meta: { total: 0, limit: 10, offset: 0, has_more: false } })
     })
 
     test('GET /webhook_endpoints: newest first, limit/offset', async () => {
@@ -161,11 +161,11 @@ for (const kind of storeKinds()) {
         if (i % 2 === 0) t.clock.advance(5)
       }
       const all = await getList(a, '/webhook_endpoints')
-      assert.deepEqual(all.meta, { total: 4, limit: 10, offset: 0 })
+      assert.deepEqual(all.meta, { total: 4, limit: 10, offset: 0, has_more: false })
       assert.deepEqual(ids(all.data), [...made].reverse())
       assert.deepEqual(ids(all.data), ids(newestFirst(all.data)))
       const page = await getList(a, '/webhook_endpoints?limit=2&offset=1')
-      assert.deepEqual(page.meta, { total: 4, limit: 2, offset: 1 })
+      assert.deepEqual(page.meta, { total: 4, limit: 2, offset: 1, has_more: true })
       assert.deepEqual(ids(page.data), [made[2], made[1]])
       assertInvalid(await a.request('GET', '/webhook_endpoints?limit=0'), 'limit')
       assertInvalid(await a.request('GET', '/webhook_endpoints?offset=-1'), 'offset')
@@ -241,7 +241,7 @@ for (const kind of storeKinds()) {
       assertNotFound(await b.request('PUT', `/webhook_endpoints/${ep.id}`, { url: 'https://8.8.4.4/stolen', enabled: false }))
       assertNotFound(await b.request('DELETE', `/webhook_endpoints/${ep.id}`))
       assertNotFound(await b.request('GET', `/webhook_endpoints/${ep.id}/deliveries`))
-      assert.deepEqual(await getList(b, '/webhook_endpoints'), { data: [], meta: { total: 0, limit: 10, offset: 0 } })
+      assert.deepEqual(await getList(b, '/webhook_endpoints'), { data: [], meta: { total: 0, limit: 10, offset: 0, has_more: false } })
       assert.deepEqual(await getData(a, `/webhook_endpoints/${ep.id}`), shown, 'untouched')
 
       const read = { key: a.readKey }

@@ -31,7 +31,7 @@ for (const kind of storeKinds()) {
       assertNotFound(await a.request('PUT', `/wishes/${w.id}`, { query: 'back' }))
       assertNotFound(await a.request('PUT', `/wishes/${w.id}`, {}))
       assertNotFound(await a.request('DELETE', `/wishes/${w.id}`))
-      assert.deepEqual(await listWishes(a), { data: [keep], meta: { total: 1, limit: 10, offset: 0 } })
+      assert.deepEqual(await listWishes(a), { data: [keep], meta: { total: 1, limit: 10, offset: 0, has_more: false } })
     })
 
     test('DELETE works on a terminal wish too', async () => {
@@ -53,7 +53,7 @@ for (const kind of storeKinds()) {
       assertNotFound(await b.request('PUT', `/wishes/${w.id}`, { metadata: { b: '2' } }))
       assertNotFound(await b.request('PUT', `/wishes/${w.id}`, { status: 'cancelled' }))
       assertNotFound(await b.request('DELETE', `/wishes/${w.id}`))
-      assert.deepEqual(await listWishes(b), { data: [own], meta: { total: 1, limit: 10, offset: 0 } })
+      assert.deepEqual(await listWishes(b), { data: [own], meta: { total: 1, limit: 10, offset: 0, has_more: false } })
       assert.deepEqual(ids((await listWishes(b, '?status=active')).data), [own.id])
       assert.deepEqual(await getWish(a, w.id), w, 'untouched by the other account')
       assert.equal((await eventsOf(t, b.id, w.id)).length, 0)

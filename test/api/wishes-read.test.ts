@@ -43,23 +43,23 @@ for (const kind of storeKinds()) {
       assert.deepEqual(ids(expected), ids([...created].reverse()), 'newest first is reverse creation order')
 
       const first = await listWishes(a)
-      assert.deepEqual(first.meta, { total: 12, limit: 10, offset: 0 })
+      assert.deepEqual(first.meta, { total: 12, limit: 10, offset: 0, has_more: true })
       assert.deepEqual(ids(first.data), ids(expected.slice(0, 10)))
       assert.deepEqual(first.data[0], await getWish(a, expected[0].id), 'list items are full wishes')
 
       const pages: string[] = []
       for (const offset of [0, 5, 10]) {
         const page = await listWishes(a, `?limit=5&offset=${offset}`)
-        assert.deepEqual(page.meta, { total: 12, limit: 5, offset })
+        assert.deepEqual(page.meta, { total: 12, limit: 5, offset, has_more: offset + 5 < 12 })
         pages.push(...ids(page.data))
       }
       assert.deepEqual(pages, ids(expected))
 
-      assert.deepEqual((await listWishes(a, '?limit=100')).meta, { total: 12, limit: 100, offset: 0 })
+      assert.deepEqual((await listWishes(a, '?limit=100')).meta, { total: 12, limit: 100, offset: 0, has_more: false })
       assert.equal((await listWishes(a, '?limit=100')).data.length, 12)
       assert.deepEqual(ids((await listWishes(a, '?limit=1')).data), [expected[0].id])
       const beyond = await listWishes(a, '?offset=12')
-      assert.deepEqual(beyond, { data: [], meta: { total: 12, limit: 10, offset: 12 } })
+      assert.deepEqual(beyond, { data: [], meta: { total: 12, limit: 10, offset: 12, has_more: false } })
     })
 
     test('GET /wishes ties on created_at are broken by id desc', async () => {
@@ -79,18 +79,18 @@ for (const kind of storeKinds()) {
       const fulfilled = [await wishIn(a, 'fulfilled')]
 
       const p = await listWishes(a, '?status=pending')
-      assert.deepEqual(p.meta, { total: 3, limit: 10, offset: 0 })
+      assert.deepEqual(p.meta, { total: 3, limit: 10, offset: 0, has_more: false })
       assert.deepEqual(ids(p.data), ids(newestFirst(pending)))
       for (const w of p.data) assert.equal(w.status, 'pending')
 
       const pPage = await listWishes(a, '?status=pending&limit=1&offset=1')
-      assert.deepEqual(pPage.meta, { total: 3, limit: 1, offset: 1 })
+      assert.deepEqual(pPage.meta, { total: 3, limit: 1, offset: 1, has_more: true })
       assert.deepEqual(ids(pPage.data), [newestFirst(pending)[1]!.id])
 
       assert.deepEqual(ids((await listWishes(a, '?status=active')).data), ids(newestFirst(active)))
       assert.deepEqual(ids((await listWishes(a, '?status=cancelled')).data), ids(cancelled))
       assert.deepEqual(ids((await listWishes(a, '?status=fulfilled')).data), ids(fulfilled))
-      assert.deepEqual(await listWishes(a, '?status=expired'), { data: [], meta: { total: 0, limit: 10, offset: 0 } })
+      assert.deepEqual(await listWishes(a, '?status=expired'), { data: [], meta: { total: 0, limit: 10, offset: 0, has_more: false } })
       assert.equal((await listWishes(a)).meta.total, 7)
     })
 

@@ -269,14 +269,14 @@ for (const kind of storeKinds()) {
       assert.equal((await getWish(a, lasting.id)).status, 'active')
 
       const expired = await listWishes(a, '?status=expired')
-      assert.deepEqual(expired.meta, { total: 2, limit: 10, offset: 0 })
+      assert.deepEqual(expired.meta, { total: 2, limit: 10, offset: 0, has_more: false })
       assert.deepEqual(ids(expired.data), [pendingLapsing.id, lapsing.id])
       for (const w of expired.data) assert.equal(w.status, 'expired')
 
       const active = await listWishes(a, '?status=active')
       assert.deepEqual(ids(active.data), [forever.id, lasting.id])
       assert.equal(active.meta.total, 2)
-      assert.deepEqual(await listWishes(a, '?status=pending'), { data: [], meta: { total: 0, limit: 10, offset: 0 } })
+      assert.deepEqual(await listWishes(a, '?status=pending'), { data: [], meta: { total: 0, limit: 10, offset: 0, has_more: false } })
 
       const all = await listWishes(a)
       assert.equal(all.meta.total, 4)

@@ -8,6 +8,7 @@ import type { JobRunner } from '../../src/jobs/runner.js'
 import { createAccountService } from '../../src/modules/accounts/service.js'
 import { createServices, type Services } from '../../src/services.js'
 import { TestClock } from './clock.js'
+import { injectEventStream, isEventStream } from './event-stream.js'
 import { type Response, toResponse } from './response.js'
 import type { StoreKind, TestStore } from './stores.js'
 
@@ -49,14 +50,16 @@ export async function startTestApp(kind: StoreKind, env: Record<string, string> 
   }
   const clock = new TestClock()
   // A high rate limit unless a test sets one: concurrency tests fire many requests with one key.
-  const config = loadConfig({ RATE_LIMIT_PER_SECOND: '1000000', ...env })
+  // Streams wait less than in production (EVENT_STREAM_SETTLE_MS): nothing in a test waits on a lock for long.
+  const config = loadConfig({ RATE_LIMIT_PER_SECOND: '1000000', EVENT_STREAM_SETTLE_MS: '200', EVENT_STREAM_POLL_MS: '50', ...env })
   const services = createServices({ config, db: store.db, clock })
   const app = await buildApp({ config, db: store.db, clock, services })
   const accounts = services.accounts
   const silent = { info() {}, warn() {}, error() {} }
   const jobs = createBackgroundWork({ db: store.db, clock, config, logger: silent, payments: services.payments })
 
-  const inject = async (options: InjectOptions) => toResponse(await app.inject(options))
+  // An event stream never ends: its first chunk stands for its body.
+  const inject = async (options: InjectOptions) => toResponse(isEventStream(options.url) ? await injectEventStream(app.inject.bind(app), options) : await app.inject(options))
 
   return {
     store,

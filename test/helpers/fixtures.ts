@@ -25,12 +25,12 @@ export async function getData(a: TestAccount, url: string): Promise<any> {
   return res.body.data
 }
 
-/** GET a list as `a`: it must answer 200 with exactly `data` and `meta` (limit, offset, total); returns the body. */
+/** GET a list as `a`: it must answer 200 with exactly `data` and `meta` (limit, offset, total, has_more); returns the body. */
 export async function getList(a: TestAccount, url: string): Promise<any> {
   const res = await a.request('GET', url)
   assert.equal(res.status, 200, res.raw)
   assert.deepEqual(Object.keys(res.body).sort(), ['data', 'meta'])
-  assert.deepEqual(Object.keys(res.body.meta).sort(), ['limit', 'offset', 'total'])
+  assert.deepEqual(Object.keys(res.body.meta).sort(), ['has_more', 'limit', 'offset', 'total'])
   return res.body
 }
 

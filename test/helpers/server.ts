@@ -19,7 +19,7 @@ export interface ServerProcess {
 export function startServer(env: Record<string, string>, timeoutMs = 120_000): Promise<ServerProcess> {
   const child = spawn(process.execPath, [WISHPAY_BIN, 'serve'], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', PORT: '0', ...env },
+    env: { PATH: process.env.PATH ?? '', PORT: '0', EVENT_STREAM_SETTLE_MS: '200', EVENT_STREAM_POLL_MS: '50', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let stdout = ''

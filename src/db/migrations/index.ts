@@ -9,6 +9,7 @@ import * as agents from './0007_agents.js'
 import * as trustedKeys from './0008_trusted_keys.js'
 import * as ap2 from './0009_ap2.js'
 import * as acpVaultTokens from './0010_acp_vault_tokens.js'
+import * as listCursorIndexes from './0011_list_cursor_indexes.js'
 
 /**
  * The explicit, ordered migration registry. Append only: a migration that has shipped is never
@@ -25,4 +26,5 @@ export const migrations: Record<string, Migration> = {
   '0008_trusted_keys': trustedKeys,
   '0009_ap2': ap2,
   '0010_acp_vault_tokens': acpVaultTokens,
+  '0011_list_cursor_indexes': listCursorIndexes,
 }

@@ -1,5 +1,7 @@
 import type { Executor } from '../../db/database.js'
+import { inWindow } from '../../db/paging.js'
 import type { AgentsTable } from '../../db/schema.js'
+import type { Window } from '../../lib/paging.js'
 import type { AgentStatus } from './schemas.js'
 
 export type AgentRow = AgentsTable
@@ -35,9 +37,8 @@ function filtered(db: Executor, filter: AgentListFilter) {
   return query
 }
 
-export function listAgents(db: Executor, filter: AgentListFilter, page: { limit: number, offset: number }) {
-  return filtered(db, filter).selectAll()
-    .orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute()
+export function listAgents(db: Executor, filter: AgentListFilter, window: Window) {
+  return inWindow(filtered(db, filter).selectAll(), window).execute()
 }
 
 export async function countAgents(db: Executor, filter: AgentListFilter): Promise<number> {

@@ -3,7 +3,7 @@ import { inTransaction } from '../../db/transaction.js'
 import { type Clock, toTimestamp } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
 import { newId } from '../../lib/ids.js'
-import { pageOf } from '../../lib/paging.js'
+import { listPage } from '../../lib/paging.js'
 import type { RequestContext } from '../../lib/request-context.js'
 import type { AccountService, CreatedKey } from '../accounts/service.js'
 import { recordEvent } from '../events/outbox.js'
@@ -74,9 +74,13 @@ export function createAgentService(deps: { db: Database, clock: Clock, accounts:
 
     async list(ctx: RequestContext, input: ListAgentsInput) {
       const filter = { accountId: ctx.accountId, status: input.status }
-      const page = pageOf(input)
-      const [rows, total] = await Promise.all([repo.listAgents(db.kysely, filter, page), repo.countAgents(db.kysely, filter)])
-      return { data: rows.map(toAgent), meta: { total, ...page } }
+      return listPage(input, {
+        resource: 'agent',
+        find: (id) => repo.findAgent(db.kysely, ctx.accountId, id),
+        rows: (window) => repo.listAgents(db.kysely, filter, window),
+        total: () => repo.countAgents(db.kysely, filter),
+        map: toAgent,
+      })
     },
 
     /**

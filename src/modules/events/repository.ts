@@ -1,5 +1,7 @@
 import type { Executor } from '../../db/database.js'
+import { inWindow } from '../../db/paging.js'
 import type { EventsTable } from '../../db/schema.js'
+import type { Window } from '../../lib/paging.js'
 import type { EventType } from './types.js'
 
 export type EventRow = EventsTable
@@ -23,9 +25,8 @@ function filtered(db: Executor, accountId: string, type: EventType | undefined) 
   return query
 }
 
-export function listEvents(db: Executor, accountId: string, type: EventType | undefined, page: { limit: number, offset: number }) {
-  return filtered(db, accountId, type).selectAll()
-    .orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute()
+export function listEvents(db: Executor, accountId: string, type: EventType | undefined, window: Window) {
+  return inWindow(filtered(db, accountId, type).selectAll(), window).execute()
 }
 
 export async function countEvents(db: Executor, accountId: string, type: EventType | undefined): Promise<number> {
@@ -39,4 +40,15 @@ export async function deleteOlderThan(db: Executor, before: string, limit: numbe
     .where('id', 'in', (eb) => eb.selectFrom('events').select('id').where('created_at', '<', before).limit(limit))
     .executeTakeFirst()
   return Number(result.numDeletedRows)
+}
+
+/**
+ * The account's events after position `after` and up to `upTo` (both event ids or positions of the same
+ * form), in id order: what an event stream sends next (stream.ts).
+ */
+export function eventsBetween(db: Executor, accountId: string, range: { after: string, upTo: string }, types: readonly EventType[] | undefined, limit: number) {
+  let query = db.selectFrom('events').selectAll().where('account_id', '=', accountId)
+    .where('id', '>', range.after).where('id', '<=', range.upTo)
+  if (types !== undefined) query = query.where('type', 'in', types)
+  return query.orderBy('id', 'asc').limit(limit).execute()
 }

@@ -1,6 +1,6 @@
 import type { Database } from '../../db/database.js'
 import { errors } from '../../lib/errors.js'
-import { pageOf } from '../../lib/paging.js'
+import { listPage } from '../../lib/paging.js'
 import type { RequestContext } from '../../lib/request-context.js'
 import * as repo from './repository.js'
 import type { Event, ListEventsInput } from './schemas.js'
@@ -25,12 +25,13 @@ export function createEventService(deps: { db: Database }) {
       return toEvent(row)
     },
     async list(ctx: RequestContext, input: ListEventsInput) {
-      const page = pageOf(input)
-      const [rows, total] = await Promise.all([
-        repo.listEvents(db.kysely, ctx.accountId, input.type, page),
-        repo.countEvents(db.kysely, ctx.accountId, input.type),
-      ])
-      return { data: rows.map(toEvent), meta: { total, ...page } }
+      return listPage(input, {
+        resource: 'event',
+        find: (id) => repo.findEvent(db.kysely, ctx.accountId, id),
+        rows: (window) => repo.listEvents(db.kysely, ctx.accountId, input.type, window),
+        total: () => repo.countEvents(db.kysely, ctx.accountId, input.type),
+        map: toEvent,
+      })
     },
   }
 }

@@ -1,6 +1,8 @@
 import type { ExpressionBuilder } from 'kysely'
 import type { Executor } from '../../db/database.js'
+import { inWindow } from '../../db/paging.js'
 import type { DatabaseSchema, MandatesTable } from '../../db/schema.js'
+import type { Window } from '../../lib/paging.js'
 import type { MandateStatus } from './schemas.js'
 
 export type MandateRow = MandatesTable
@@ -177,9 +179,8 @@ function filtered(db: Executor, filter: MandateListFilter) {
   return query
 }
 
-export function listMandates(db: Executor, filter: MandateListFilter, page: { limit: number, offset: number }) {
-  return filtered(db, filter).selectAll()
-    .orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute()
+export function listMandates(db: Executor, filter: MandateListFilter, window: Window) {
+  return inWindow(filtered(db, filter).selectAll(), window).execute()
 }
 
 export async function countMandates(db: Executor, filter: MandateListFilter): Promise<number> {

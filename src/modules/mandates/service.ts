@@ -1,7 +1,7 @@
 import type { Database, Executor } from '../../db/database.js'
 import { inTransaction } from '../../db/transaction.js'
 import { errors, FieldErrors } from '../../lib/errors.js'
-import { pageOf } from '../../lib/paging.js'
+import { listPage } from '../../lib/paging.js'
 import { type Clock, toTimestamp } from '../../lib/clock.js'
 import { toMinorUnits } from '../../lib/currency.js'
 import { newId } from '../../lib/ids.js'
@@ -262,12 +262,15 @@ export function createMandateService(deps: { db: Database, clock: Clock, verifyO
       // An agent key lists only the mandates granted to its agent, whatever agent_id it asks for.
       const agentId = ctx.agentId ?? input.agent_id
       const filter = { accountId: ctx.accountId, status: input.status, wishId: input.wish_id, now, agentId }
-      if (ctx.agentId !== undefined && input.agent_id !== undefined && input.agent_id !== ctx.agentId) {
-        return { data: [], meta: { total: 0, ...pageOf(input) } }
-      }
-      const page = pageOf(input)
-      const [rows, total] = await Promise.all([repo.listMandates(db.kysely, filter, page), repo.countMandates(db.kysely, filter)])
-      return { data: rows.map((row) => toMandate(row, now)), meta: { total, ...page } }
+      const none = ctx.agentId !== undefined && input.agent_id !== undefined && input.agent_id !== ctx.agentId
+      return listPage(input, {
+        resource: 'mandate',
+        // A cursor is one of the mandates this key may read, whatever agent_id asks for.
+        find: (id) => repo.findMandate(db.kysely, ctx.accountId, id, ctx.agentId),
+        rows: async (window) => (none ? [] : repo.listMandates(db.kysely, filter, window)),
+        total: async () => (none ? 0 : repo.countMandates(db.kysely, filter)),
+        map: (row) => toMandate(row, now),
+      })
     },
 
     async revoke(ctx: RequestContext, id: string): Promise<Mandate> {

@@ -1,10 +1,12 @@
 import { type Compilable, type Kysely, type RawBuilder, sql } from 'kysely'
 import type { Executor } from '../../db/database.js'
-import { rowToJson } from '../../db/dialect.js'
+import { forUpdate, rowToJson } from '../../db/dialect.js'
+import { inWindow } from '../../db/paging.js'
 import { insertRowsAfter } from '../../db/pg-statement.js'
 import type { DatabaseSchema, EventsTable, PaymentsTable, RefundsTable } from '../../db/schema.js'
 import { inBatches, insertJobs, type JobRow } from '../queue/repository.js'
 import { insertNewAfter, type IdempotencyRecord } from '../idempotency/repository.js'
+import type { Window } from '../../lib/paging.js'
 import * as mandates from '../mandates/repository.js'
 import type { PaymentPlan } from './plan.js'
 import type { PaymentStatus } from './schemas.js'
@@ -31,6 +33,14 @@ export function findPayment(db: Executor, accountId: string, id: string, agentId
 
 export function findPaymentById(db: Executor, id: string): Promise<PaymentRow | undefined> {
   return db.selectFrom('payments').selectAll().where('id', '=', id).executeTakeFirst()
+}
+
+/**
+ * The account's payment, its row locked until the transaction ends (PostgreSQL; SQLite has one writer):
+ * whoever else settles it at the same time waits, then finds what this transaction left.
+ */
+export function lockPayment(trx: Executor, accountId: string, id: string): Promise<PaymentRow | undefined> {
+  return forUpdate(trx, trx.selectFrom('payments').selectAll().where('account_id', '=', accountId).where('id', '=', id)).executeTakeFirst()
 }
 
 /**
@@ -91,9 +101,8 @@ function filtered(db: Executor, filter: PaymentListFilter) {
   return query
 }
 
-export function listPayments(db: Executor, filter: PaymentListFilter, page: { limit: number, offset: number }) {
-  return filtered(db, filter).selectAll()
-    .orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute()
+export function listPayments(db: Executor, filter: PaymentListFilter, window: Window) {
+  return inWindow(filtered(db, filter).selectAll(), window).execute()
 }
 
 export async function countPayments(db: Executor, filter: PaymentListFilter): Promise<number> {
@@ -101,10 +110,13 @@ export async function countPayments(db: Executor, filter: PaymentListFilter): Pr
   return Number(row.n)
 }
 
-export function listRefunds(db: Executor, accountId: string, paymentId: string, page: { limit: number, offset: number }) {
-  return db.selectFrom('refunds').selectAll()
-    .where('account_id', '=', accountId).where('payment_id', '=', paymentId)
-    .orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute()
+export function listRefunds(db: Executor, accountId: string, paymentId: string, window: Window) {
+  return inWindow(db.selectFrom('refunds').selectAll().where('account_id', '=', accountId).where('payment_id', '=', paymentId), window).execute()
+}
+
+/** A refund of this payment (a refund list's cursor). */
+export function findRefund(db: Executor, accountId: string, paymentId: string, id: string): Promise<RefundRow | undefined> {
+  return db.selectFrom('refunds').selectAll().where('account_id', '=', accountId).where('payment_id', '=', paymentId).where('id', '=', id).executeTakeFirst()
 }
 
 export async function countRefunds(db: Executor, accountId: string, paymentId: string): Promise<number> {

@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox'
 import { readErrors, writeErrors } from '../../http/schemas.js'
 import {
   CreatePaymentBody, type CreatePaymentInput, CreateRefundBody, ListPaymentsQuery, ListRefundsQuery, PaymentList, PaymentParams, PaymentRef, RefundList, RefundRef,
+  SettlePaymentBody,
 } from './schemas.js'
 import type { PaymentService } from './service.js'
 
@@ -66,6 +67,19 @@ export const paymentRoutes: FastifyPluginAsyncTypebox<{ payments: PaymentService
     reply.code(201)
     return { data: await payments.refund(request.ctx, request.params.id, request.body) }
   })
+
+  app.post('/payments/:id/settle', {
+    config: { idempotency: 'optional' },
+    schema: {
+      operationId: 'settlePayment',
+      summary: 'Settle a sandbox payment now',
+      description: 'A test convenience of the sandbox processor: a `pending` or `processing` payment (`bank_transfer`, `test_bank_transfer_failed`) settles at once instead of after `SANDBOX_SETTLEMENT_DELAY_MS`, through the settlement job\'s own steps: `payment.processing` (if it was pending), then `payment.succeeded` or `payment.failed` (`test_bank_transfer_failed`: `bank_transfer_failed`), with their webhooks, and the mandate consumed or released as the job would. 200 with the settled payment. A payment already final is 409 `invalid_state_transition` (a retry with the same idempotency key replays the first answer instead); a server whose processor is not the sandbox answers 400 `sandbox_only`. An idempotency key is optional, as on every POST that is not a payment operation.',
+      tags,
+      params: PaymentParams,
+      body: SettlePaymentBody,
+      response: { 200: Type.Object({ data: PaymentRef }, { description: 'The settled payment' }), ...writeErrors(404, 409) },
+    },
+  }, async (request) => ({ data: await payments.settleNow(request.ctx, request.params.id) }))
 
   app.get('/payments/:id/refunds', {
     schema: {

@@ -127,5 +127,8 @@ export const CreateRefundBody = Type.Object({
 }, { additionalProperties: false, examples: [{ amount: 1000, reason: 'requested_by_customer', idempotency_key: 'example-refund-3a9f52c4' }] })
 export type CreateRefundInput = Static<typeof CreateRefundBody>
 
+/** POST /payments/{id}/settle: nothing to send but, optionally, an idempotency key. */
+export const SettlePaymentBody = Type.Object({ idempotency_key: IdempotencyKeyField }, { additionalProperties: false, examples: [{ idempotency_key: 'example-settle-5c2e81d0' }] })
+
 export const ListRefundsQuery = Type.Object({ ...PageQuery }, { additionalProperties: false })
 export const RefundList = Type.Object({ data: Type.Array(RefundRef), meta: ListMeta }, { description: 'A page of refunds' })

@@ -1,7 +1,7 @@
 import type { Database, Trx } from '../../db/database.js'
 import { inTransaction } from '../../db/transaction.js'
 import { errors } from '../../lib/errors.js'
-import { pageOf } from '../../lib/paging.js'
+import { listPage, type PageInput } from '../../lib/paging.js'
 import { type Clock, toTimestamp } from '../../lib/clock.js'
 import { newId } from '../../lib/ids.js'
 import type { RequestContext } from '../../lib/request-context.js'
@@ -11,7 +11,7 @@ import * as mandates from '../mandates/repository.js'
 import { paymentViolation } from '../mandates/rules.js'
 import { enabledEndpoints } from '../webhooks/repository.js'
 import { toMandate } from '../mandates/service.js'
-import type { ChargeRequest, Failure, Processor } from './processors/processor.js'
+import type { ChargeRequest, Processor, SettlementOutcome } from './processors/processor.js'
 import { methodRefusal, type PaymentPlan, planPayment, type SettlePayload, toPayment } from './plan.js'
 import * as repo from './repository.js'
 import { findAgent } from '../agents/repository.js'
@@ -92,12 +92,37 @@ export function createPaymentService(deps: PaymentServiceDeps) {
   }
 
   /** Its event, then what a final status does to the mandate. */
-  async function finish(trx: Trx, payment: repo.PaymentRow, outcome: { status: 'succeeded' } | { status: 'failed', failure: Failure }, requestId: string | null, now: string) {
+  async function finish(trx: Trx, payment: repo.PaymentRow, outcome: SettlementOutcome, requestId: string | null, now: string) {
     const type = outcome.status === 'succeeded' ? 'payment.succeeded' : 'payment.failed'
     await emit(trx, payment.account_id, type, toPayment(payment), requestId, now)
     if (outcome.status === 'failed') return afterFailure(trx, payment, now)
     const mandate = await mandates.findMandate(trx, payment.account_id, payment.mandate_id)
     if (mandate) await afterSuccess(trx, payment, mandate, requestId, now)
+  }
+
+  /**
+   * The settlement steps, the one place they are written: the job (settleStep) and
+   * POST /payments/{id}/settle (settleNow) both take them. Each is a conditional update with its event,
+   * so when both try the same step, it happens once; undefined when the payment was no longer in `from`.
+   */
+  const settlement = {
+    /** pending -> processing. */
+    async start(trx: Trx, payment: repo.PaymentRow, requestId: string | null, now: string) {
+      const moved = await repo.transition(trx, payment.id, 'pending', { status: 'processing', updated_at: now })
+      if (moved) await emit(trx, moved.account_id, 'payment.processing', toPayment(moved), requestId, now)
+      return moved
+    },
+    /** processing -> the processor's outcome, and what that does to the mandate. */
+    async conclude(trx: Trx, payment: repo.PaymentRow, outcome: SettlementOutcome, requestId: string | null, now: string) {
+      const moved = await repo.transition(trx, payment.id, 'processing', {
+        status: outcome.status,
+        failure_code: outcome.status === 'failed' ? outcome.failure.code : null,
+        failure_message: outcome.status === 'failed' ? outcome.failure.message : null,
+        updated_at: now,
+      })
+      if (moved) await finish(trx, moved, outcome, requestId, now)
+      return moved
+    },
   }
 
   return {
@@ -135,9 +160,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       if (!payment) return undefined
       if (payment.status === 'pending') {
         return commit(async (trx) => {
-          const now = toTimestamp(clock.now())
-          const moved = await repo.transition(trx, payment.id, 'pending', { status: 'processing', updated_at: now })
-          if (moved) await emit(trx, moved.account_id, 'payment.processing', toPayment(moved), null, now)
+          await settlement.start(trx, payment, null, toTimestamp(clock.now()))
           return new Date(payload.settle_at)
         })
       }
@@ -146,15 +169,29 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       // Asking the processor may leave the process, so it happens before the transaction opens.
       const outcome = await processor.settle(chargeRequestOf(payment))
       return commit(async (trx) => {
-        const now = toTimestamp(clock.now())
-        const moved = await repo.transition(trx, payment.id, 'processing', {
-          status: outcome.status,
-          failure_code: outcome.status === 'failed' ? outcome.failure.code : null,
-          failure_message: outcome.status === 'failed' ? outcome.failure.message : null,
-          updated_at: now,
-        })
-        if (moved) await finish(trx, moved, outcome, null, now)
+        await settlement.conclude(trx, payment, outcome, null, toTimestamp(clock.now()))
         return undefined
+      })
+    },
+
+    /**
+     * POST /payments/{id}/settle: a sandbox payment still pending or processing settles now, through the
+     * job's own steps and to the outcome the processor decides. The row is locked first, so the job or
+     * another request settling it at the same time waits, then finds it final (409).
+     */
+    async settleNow(ctx: RequestContext, id: string): Promise<Payment> {
+      if (!processor.sandbox) throw errors.sandboxOnly()
+      return inTransaction(db, ctx, async (trx) => {
+        const payment = await repo.lockPayment(trx, ctx.accountId, id)
+        if (!payment) throw errors.resourceMissing('payment', id)
+        const refuse = () => errors.invalidStateTransition(`Only a pending or processing payment can be settled; this one is ${payment.status}`)
+        const now = toTimestamp(clock.now())
+        const processing = payment.status === 'pending' ? await settlement.start(trx, payment, ctx.requestId, now) : payment
+        if (processing?.status !== 'processing') throw refuse()
+        // The sandbox decides in the process, so it may be asked inside the transaction (settleStep asks a real one outside).
+        const settled = await settlement.conclude(trx, processing, await processor.settle(chargeRequestOf(processing)), ctx.requestId, now)
+        if (!settled) throw refuse()
+        return toPayment(settled)
       })
     },
 
@@ -166,9 +203,13 @@ export function createPaymentService(deps: PaymentServiceDeps) {
 
     async list(ctx: RequestContext, input: ListPaymentsInput) {
       const filter = { accountId: ctx.accountId, status: input.status, mandateId: input.mandate_id, wishId: input.wish_id, agentId: ctx.agentId }
-      const page = pageOf(input)
-      const [rows, total] = await Promise.all([repo.listPayments(db.kysely, filter, page), repo.countPayments(db.kysely, filter)])
-      return { data: rows.map(toPayment), meta: { total, ...page } }
+      return listPage(input, {
+        resource: 'payment',
+        find: (id) => repo.findPayment(db.kysely, ctx.accountId, id, ctx.agentId),
+        rows: (window) => repo.listPayments(db.kysely, filter, window),
+        total: () => repo.countPayments(db.kysely, filter),
+        map: toPayment,
+      })
     },
 
     /** Refunds never give budget back to the mandate. */
@@ -204,15 +245,16 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       })
     },
 
-    async listRefunds(ctx: RequestContext, paymentId: string, query: { limit?: number | undefined, offset?: number | undefined }) {
+    async listRefunds(ctx: RequestContext, paymentId: string, query: PageInput) {
       const payment = await repo.findPayment(db.kysely, ctx.accountId, paymentId)
       if (!payment) throw errors.resourceMissing('payment', paymentId)
-      const page = pageOf(query)
-      const [rows, total] = await Promise.all([
-        repo.listRefunds(db.kysely, ctx.accountId, paymentId, page),
-        repo.countRefunds(db.kysely, ctx.accountId, paymentId),
-      ])
-      return { data: rows.map(toRefund), meta: { total, ...page } }
+      return listPage(query, {
+        resource: 'refund',
+        find: (id) => repo.findRefund(db.kysely, ctx.accountId, paymentId, id),
+        rows: (window) => repo.listRefunds(db.kysely, ctx.accountId, paymentId, window),
+        total: () => repo.countRefunds(db.kysely, ctx.accountId, paymentId),
+        map: toRefund,
+      })
     },
   }
 }

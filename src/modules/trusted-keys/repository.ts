@@ -1,5 +1,7 @@
 import type { Executor } from '../../db/database.js'
+import { inWindow } from '../../db/paging.js'
 import type { TrustedKeysTable } from '../../db/schema.js'
+import type { Window } from '../../lib/paging.js'
 import { lockAccountRow } from '../accounts/repository.js'
 import type { TrustedKeyRoleValue, TrustedKeyStatus } from './schemas.js'
 
@@ -51,9 +53,8 @@ function filtered(db: Executor, filter: TrustedKeyFilter) {
   return query
 }
 
-export function listTrustedKeys(db: Executor, filter: TrustedKeyFilter, page: { limit: number, offset: number }) {
-  return filtered(db, filter).selectAll()
-    .orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute()
+export function listTrustedKeys(db: Executor, filter: TrustedKeyFilter, window: Window) {
+  return inWindow(filtered(db, filter).selectAll(), window).execute()
 }
 
 export async function countTrustedKeys(db: Executor, filter: TrustedKeyFilter): Promise<number> {

@@ -5,7 +5,7 @@ import { inTransaction } from '../../db/transaction.js'
 import { type Clock, toTimestamp } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
 import { newId } from '../../lib/ids.js'
-import { pageOf } from '../../lib/paging.js'
+import { listPage } from '../../lib/paging.js'
 import type { RequestContext } from '../../lib/request-context.js'
 import { type IssuerKey, issuerKidOf, OpenMandateRefusal, type VerifiedOpenMandate, verifyOpenPaymentMandate } from '../ap2/open-mandate.js'
 import { recordEvent } from '../events/outbox.js'
@@ -88,9 +88,13 @@ export function createTrustedKeyService(deps: { db: Database, clock: Clock }) {
 
     async list(ctx: RequestContext, input: ListTrustedKeysInput) {
       const filter = { accountId: ctx.accountId, status: input.status, role: input.role }
-      const page = pageOf(input)
-      const [rows, total] = await Promise.all([repo.listTrustedKeys(db.kysely, filter, page), repo.countTrustedKeys(db.kysely, filter)])
-      return { data: rows.map(toTrustedKey), meta: { total, ...page } }
+      return listPage(input, {
+        resource: 'trusted key',
+        find: (id) => repo.findTrustedKey(db.kysely, ctx.accountId, id),
+        rows: (window) => repo.listTrustedKeys(db.kysely, filter, window),
+        total: () => repo.countTrustedKeys(db.kysely, filter),
+        map: toTrustedKey,
+      })
     },
 
     /** For good: mandates signed by this key are refused from then on (issuer_untrusted). Twice is a 409. */

@@ -1,6 +1,8 @@
 import type { Executor, Trx } from '../../db/database.js'
 import { lockAccountRow } from '../accounts/repository.js'
+import { inWindow } from '../../db/paging.js'
 import type { WebhookAttemptsTable, WebhookEndpointsTable } from '../../db/schema.js'
+import type { Window } from '../../lib/paging.js'
 
 export type EndpointRow = WebhookEndpointsTable
 export type AttemptRow = WebhookAttemptsTable
@@ -49,9 +51,8 @@ export async function deleteEndpoint(db: Executor, accountId: string, id: string
   return Number(result.numDeletedRows) > 0
 }
 
-export function listEndpoints(db: Executor, accountId: string, page: { limit: number, offset: number }) {
-  return db.selectFrom('webhook_endpoints').selectAll().where('account_id', '=', accountId)
-    .orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute()
+export function listEndpoints(db: Executor, accountId: string, window: Window) {
+  return inWindow(db.selectFrom('webhook_endpoints').selectAll().where('account_id', '=', accountId), window).execute()
 }
 
 export async function countEndpoints(db: Executor, accountId: string): Promise<number> {
@@ -64,15 +65,23 @@ export async function insertAttempt(db: Executor, row: AttemptRow): Promise<void
   await db.insertInto('webhook_attempts').values(row).execute()
 }
 
+export function findAttempt(db: Executor, accountId: string, id: string): Promise<AttemptRow | undefined> {
+  return db.selectFrom('webhook_attempts').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst()
+}
+
 export async function countAttempts(db: Executor, endpointId: string, eventId: string): Promise<number> {
   const row = await db.selectFrom('webhook_attempts').select((eb) => eb.fn.countAll<number>().as('n'))
     .where('endpoint_id', '=', endpointId).where('event_id', '=', eventId).executeTakeFirstOrThrow()
   return Number(row.n)
 }
 
-export function listAttempts(db: Executor, endpointId: string, page: { limit: number, offset: number }) {
-  return db.selectFrom('webhook_attempts').selectAll().where('endpoint_id', '=', endpointId)
-    .orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute()
+export function listAttempts(db: Executor, endpointId: string, window: Window) {
+  return inWindow(db.selectFrom('webhook_attempts').selectAll().where('endpoint_id', '=', endpointId), window).execute()
+}
+
+/** A delivery attempt to this endpoint (a delivery list's cursor). */
+export function findAttemptOfEndpoint(db: Executor, endpointId: string, id: string): Promise<AttemptRow | undefined> {
+  return db.selectFrom('webhook_attempts').selectAll().where('endpoint_id', '=', endpointId).where('id', '=', id).executeTakeFirst()
 }
 
 export async function countAttemptsOfEndpoint(db: Executor, endpointId: string): Promise<number> {

@@ -2,8 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { readErrors, writeErrors } from '../../http/schemas.js'
 import {
-  CreatedWebhookEndpointSchema, CreateWebhookEndpointBody, DeliveryAttemptList, ListWebhookEndpointsQuery,
-  UpdateWebhookEndpointBody, WebhookEndpointList, WebhookEndpointParams, WebhookEndpointRef,
+  CreatedWebhookEndpointSchema, CreateWebhookEndpointBody, DeliveryAttemptList, DeliveryResendSchema, ListWebhookEndpointsQuery,
+  ResendDeliveryBody, ResendDeliveryParams, UpdateWebhookEndpointBody, WebhookEndpointList, WebhookEndpointParams, WebhookEndpointRef,
 } from './schemas.js'
 import { MAX_WEBHOOK_ENDPOINTS_PER_ACCOUNT, type WebhookService } from './service.js'
 
@@ -81,4 +81,23 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
       response: { 200: DeliveryAttemptList, ...readErrors(404) },
     },
   }, async (request) => webhooks.deliveries(request.ctx, request.params.id, request.query))
+
+  app.post('/webhook_deliveries/:id/resend', {
+    config: { idempotency: 'optional' },
+    schema: {
+      operationId: 'resendWebhookDelivery',
+      summary: 'Resend a webhook delivery',
+      description: 'Sends the event of a delivery attempt (`wha_…`, from the endpoint\'s deliveries) to its endpoint again, at once, '
+        + 'signed anew; the new attempt appears in the endpoint\'s deliveries. Each call schedules one delivery (send an '
+        + 'idempotency key to make a retry safe). A disabled endpoint is a 409 `invalid_state_transition`; an event past its '
+        + '30 days, a 404.',
+      tags,
+      params: ResendDeliveryParams,
+      body: ResendDeliveryBody,
+      response: { 202: Type.Object({ data: Type.Ref(DeliveryResendSchema.$id!) }, { description: 'The delivery, scheduled' }), ...writeErrors(404, 409) },
+    },
+  }, async (request, reply) => {
+    reply.code(202)
+    return { data: await webhooks.resend(request.ctx, request.params.id) }
+  })
 }

@@ -96,3 +96,29 @@ export const DeliveryAttemptSchema = Type.Object({
 })
 export type DeliveryAttempt = Static<typeof DeliveryAttemptSchema>
 export const DeliveryAttemptList = Type.Object({ data: Type.Array(Type.Ref(DeliveryAttemptSchema.$id!)), meta: ListMeta }, { description: 'Delivery attempts, newest first' })
+
+export const ResendDeliveryBody = Type.Object({ idempotency_key: IdempotencyKeyField }, {
+  additionalProperties: false,
+  examples: [{ idempotency_key: 'example-resend-5c1e9a04' }],
+})
+export const ResendDeliveryParams = IdParams
+
+export const DeliveryResendSchema = Type.Object({
+  resent: Type.String({ description: 'The delivery attempt (wha_…) whose event is sent again' }),
+  endpoint_id: Type.String(),
+  event_id: Type.String(),
+  event_type: Type.String(),
+  scheduled_at: Timestamp,
+}, {
+  $id: 'WebhookDeliveryResend',
+  title: 'WebhookDeliveryResend',
+  description: 'A new delivery of the event to the endpoint, scheduled now; its attempt appears in the endpoint\'s deliveries',
+  examples: [{
+    resent: 'wha_01jf3v7k8m2n4p6q8r0s2t4v6w',
+    endpoint_id: 'we_01jf3v7k8m2n4p6q8r0s2t4v6w',
+    event_id: 'evt_01jf3v7k8m2n4p6q8r0s2t4v6w',
+    event_type: 'payment.succeeded',
+    scheduled_at: '2026-11-22T10:05:00.000Z',
+  }],
+})
+export type DeliveryResend = Static<typeof DeliveryResendSchema>

@@ -2,11 +2,12 @@ import type { Config } from '../../config.js'
 import type { Database, Trx } from '../../db/database.js'
 import { inTransaction } from '../../db/transaction.js'
 import { errors } from '../../lib/errors.js'
-import { pageOf } from '../../lib/paging.js'
+import { listPage, type PageInput } from '../../lib/paging.js'
 import { type Clock, toTimestamp } from '../../lib/clock.js'
 import { newId, newWebhookSecret } from '../../lib/ids.js'
 import type { RequestContext } from '../../lib/request-context.js'
-import type { DeliverPayload } from '../events/outbox.js'
+import { DELIVER_JOB, type DeliverPayload } from '../events/outbox.js'
+import { enqueue } from '../queue/repository.js'
 import { findEventById } from '../events/repository.js'
 import { toEvent } from '../events/service.js'
 import { urlProblem } from './address-policy.js'
@@ -14,7 +15,7 @@ import * as repo from './repository.js'
 import { retryDelayMs } from './retry-schedule.js'
 import { send } from './sender.js'
 import type {
-  CreatedWebhookEndpoint, CreateWebhookEndpointInput, DeliveryAttempt, UpdateWebhookEndpointInput, WebhookEndpoint,
+  CreatedWebhookEndpoint, CreateWebhookEndpointInput, DeliveryAttempt, DeliveryResend, UpdateWebhookEndpointInput, WebhookEndpoint,
 } from './schemas.js'
 
 function toEndpoint(row: repo.EndpointRow): WebhookEndpoint {
@@ -104,10 +105,14 @@ export function createWebhookService(deps: { db: Database, clock: Clock, config:
       return toEndpoint(await mustFind(ctx, id))
     },
 
-    async list(ctx: RequestContext, query: { limit?: number | undefined, offset?: number | undefined }) {
-      const page = pageOf(query)
-      const [rows, total] = await Promise.all([repo.listEndpoints(db.kysely, ctx.accountId, page), repo.countEndpoints(db.kysely, ctx.accountId)])
-      return { data: rows.map(toEndpoint), meta: { total, ...page } }
+    async list(ctx: RequestContext, query: PageInput) {
+      return listPage(query, {
+        resource: 'webhook endpoint',
+        find: (id) => repo.findEndpoint(db.kysely, ctx.accountId, id),
+        rows: (window) => repo.listEndpoints(db.kysely, ctx.accountId, window),
+        total: () => repo.countEndpoints(db.kysely, ctx.accountId),
+        map: toEndpoint,
+      })
     },
 
     async update(ctx: RequestContext, id: string, input: UpdateWebhookEndpointInput): Promise<WebhookEndpoint> {
@@ -132,11 +137,38 @@ export function createWebhookService(deps: { db: Database, clock: Clock, config:
       if (!(await repo.deleteEndpoint(db.kysely, ctx.accountId, id))) throw errors.resourceMissing('webhook endpoint', id)
     },
 
-    async deliveries(ctx: RequestContext, id: string, query: { limit?: number | undefined, offset?: number | undefined }) {
+    async deliveries(ctx: RequestContext, id: string, query: PageInput) {
       await mustFind(ctx, id)
-      const page = pageOf(query)
-      const [rows, total] = await Promise.all([repo.listAttempts(db.kysely, id, page), repo.countAttemptsOfEndpoint(db.kysely, id)])
-      return { data: rows.map(toAttempt), meta: { total, ...page } }
+      return listPage(query, {
+        resource: 'webhook delivery',
+        find: (attemptId) => repo.findAttemptOfEndpoint(db.kysely, id, attemptId),
+        rows: (window) => repo.listAttempts(db.kysely, id, window),
+        total: () => repo.countAttemptsOfEndpoint(db.kysely, id),
+        map: toAttempt,
+      })
+    },
+
+    /**
+     * Sends an attempt's event to its endpoint again: a new delivery job, due now, with the retries
+     * left after its attempt number (the job's own, as any delivery). The endpoint must be enabled and
+     * the event still kept.
+     */
+    async resend(ctx: RequestContext, attemptId: string): Promise<DeliveryResend> {
+      // All in the request's transaction: with an idempotency key the request already has one.
+      return inTransaction(db, ctx, async (trx) => {
+        const attempt = await repo.findAttempt(trx, ctx.accountId, attemptId)
+        if (!attempt) throw errors.resourceMissing('webhook delivery', attemptId)
+        const endpoint = await repo.findEndpoint(trx, ctx.accountId, attempt.endpoint_id)
+        if (!endpoint) throw errors.resourceMissing('webhook endpoint', attempt.endpoint_id)
+        if (endpoint.status !== 'enabled') {
+          throw errors.invalidStateTransition(`Webhook endpoint ${endpoint.id} is disabled; enable it (PUT /webhook_endpoints/${endpoint.id} with enabled: true) before resending`)
+        }
+        if (!(await findEventById(trx, attempt.event_id))) throw errors.resourceMissing('event', attempt.event_id)
+        const nowDate = clock.now()
+        const payload: DeliverPayload = { endpoint_id: endpoint.id, event_id: attempt.event_id }
+        await enqueue(trx, { type: DELIVER_JOB, payload: { ...payload }, runAt: nowDate }, nowDate)
+        return { resent: attempt.id, endpoint_id: endpoint.id, event_id: attempt.event_id, event_type: attempt.event_type, scheduled_at: toTimestamp(nowDate) }
+      })
     },
 
     /**

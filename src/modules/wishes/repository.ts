@@ -1,8 +1,10 @@
 import { type ExpressionBuilder, type SelectQueryBuilder, sql } from 'kysely'
 import type { Executor } from '../../db/database.js'
 import { forUpdate } from '../../db/dialect.js'
+import { inWindow } from '../../db/paging.js'
 import type { DatabaseSchema, WishesTable } from '../../db/schema.js'
 import { randomIndex } from '../../lib/ids.js'
+import type { Window } from '../../lib/paging.js'
 import type { WishStatus } from './transitions.js'
 
 export type WishRow = WishesTable
@@ -61,11 +63,8 @@ function filtered(db: Executor, filter: WishListFilter): SelectQueryBuilder<Data
   return query
 }
 
-export function listWishes(db: Executor, filter: WishListFilter, page: { limit: number, offset: number }) {
-  return filtered(db, filter).selectAll()
-    .orderBy('created_at', 'desc').orderBy('id', 'desc')
-    .limit(page.limit).offset(page.offset)
-    .execute()
+export function listWishes(db: Executor, filter: WishListFilter, window: Window) {
+  return inWindow(filtered(db, filter).selectAll(), window).execute()
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { Config } from '../../config.js'
 import type { Database } from '../../db/database.js'
 import { errors, FieldErrors } from '../../lib/errors.js'
-import { pageOf } from '../../lib/paging.js'
+import { listPage } from '../../lib/paging.js'
 import { type Clock, toTimestamp } from '../../lib/clock.js'
 import { fitsMinorUnit } from '../../lib/currency.js'
 import { newId } from '../../lib/ids.js'
@@ -173,9 +173,13 @@ export function createWishService(deps: WishServiceDeps) {
     async list(ctx: RequestContext, input: ListWishesInput) {
       const now = toTimestamp(clock.now())
       const filter = { accountId: ctx.accountId, status: input.status, now }
-      const page = pageOf(input)
-      const [rows, total] = await Promise.all([repo.listWishes(db.kysely, filter, page), countWishes(db.kysely, filter)])
-      return { data: rows.map((row) => toWish(row, now)), meta: { total, ...page } }
+      return listPage(input, {
+        resource: 'wish',
+        find: (id) => repo.findWish(db.kysely, ctx.accountId, id),
+        rows: (window) => repo.listWishes(db.kysely, filter, window),
+        total: () => countWishes(db.kysely, filter),
+        map: (row) => toWish(row, now),
+      })
     },
 
     /**

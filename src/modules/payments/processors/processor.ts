@@ -28,6 +28,11 @@ export interface Processor {
   /** The payment_method values this processor accepts. */
   readonly paymentMethods: readonly string[]
   /**
+   * A simulated processor, whose `settle` decides in the process from the request alone: its pending
+   * payments may be settled at once on request (`POST /payments/{id}/settle`). Absent for real ones.
+   */
+  readonly sandbox?: boolean
+  /**
    * Decides a new charge, synchronously, while the payment is planned and before anything is written
    * (payments/plan.ts). It must not call out of the process: it may run inside a transaction (the general
    * path; on SQLite a group commit), or just before the one statement of the PostgreSQL single write, and

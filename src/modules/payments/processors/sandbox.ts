@@ -14,6 +14,7 @@ const TRANSFER_FAILED = { code: 'bank_transfer_failed', message: 'The bank trans
 export function createSandboxProcessor(options: { settlementDelayMs: number }): Processor {
   return {
     name: 'sandbox',
+    sandbox: true,
     paymentMethods: ['card', 'wallet', 'bank_transfer', 'test_card_declined', 'test_insufficient_funds', 'test_bank_transfer_failed'],
     charge(request: ChargeRequest): ChargeOutcome {
       const decline = DECLINES[request.paymentMethod]
