@@ -14,6 +14,8 @@ RUN apt-get update \
 
 WORKDIR /app
 COPY package.json package-lock.json ./
+# The npm workspace (the SDK): npm ci installs and builds it with the root's TypeScript.
+COPY packages ./packages
 # All dependencies: the compiler is a development one. They are pruned after the build.
 RUN npm ci --no-audit --no-fund
 # Fail the build here if the native binary is missing. `require('better-sqlite3')` alone would not
@@ -21,6 +23,8 @@ RUN npm ci --no-audit --no-fund
 RUN node -e "new (require('better-sqlite3'))(':memory:').close()"
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
+# The dashboard's sources: npm run build builds it into dashboard/dist with Vite.
+COPY dashboard ./dashboard
 RUN npm run build \
  && npm prune --omit=dev --no-audit --no-fund \
  && npm cache clean --force
@@ -37,6 +41,7 @@ WORKDIR /app
 # Owned by root and read-only to the process; only DATA_DIR is written.
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+COPY --from=build /app/dashboard/dist ./dashboard/dist
 COPY package.json package-lock.json ./
 
 # The embedded SQLite store (used only when DATABASE_URL is unset) lives in DATA_DIR.
