@@ -1,10 +1,13 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import SQLite from 'better-sqlite3'
-import { Kysely, type SqliteDatabase, sql, type Transaction } from 'kysely'
+import { Kysely, sql, type Transaction } from 'kysely'
 import { OwnSchemaPostgresDialect } from './own-schema-introspector.js'
 import pg from 'pg'
 import type { DatabaseSchema } from './schema.js'
+import { createCheckpointer } from './checkpointer.js'
+import { ConnectionLock, DurableBatch } from './durable-batch.js'
+import { BatchingSqliteDialect, BatchingSqliteDriver } from './sqlite-driver.js'
 import { guardedSqliteKysely } from './transaction-guard.js'
 
 export type DialectName = 'sqlite' | 'postgres'
@@ -22,11 +25,17 @@ export interface PoolStats {
   waiting: number
 }
 
-/** The embedded store's connection, for work that must run synchronously (db/group-commit.ts). */
-export interface SqliteHandle {
+/** A connection and its prepared statements. */
+export interface StatementCache {
   readonly connection: SQLite.Database
-  /** A prepared statement from the shared cache. */
+  /** A prepared statement from the connection's cache. */
   prepare(text: string): SQLite.Statement
+}
+
+/** The embedded store's connection, for work that must run synchronously (db/group-commit.ts). */
+export interface SqliteHandle extends StatementCache {
+  /** The one write path: every write is a member of its batches (db/durable-batch.ts). */
+  readonly batch: DurableBatch
 }
 
 export interface Database {
@@ -94,7 +103,7 @@ export function openDatabase(options: DatabaseOptions): Database {
  * statements of an application are few, so they are prepared once and kept (bounded, in case of a
  * query built with a varying shape).
  */
-function withStatementCache(connection: SQLite.Database, limit = 500): SqliteHandle {
+function withStatementCache(connection: SQLite.Database, limit = 500): StatementCache {
   const statements = new Map<string, SQLite.Statement>()
   return {
     connection,
@@ -110,6 +119,9 @@ function withStatementCache(connection: SQLite.Database, limit = 500): SqliteHan
   }
 }
 
+/** Members of one durable batch at most: bounds how long its first member waits for the COMMIT. */
+const MAX_BATCH = 64
+
 function openSqlite(file: string): Database {
   if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true })
   const connection = new SQLite(file)
@@ -118,27 +130,37 @@ function openSqlite(file: string): Database {
   connection.pragma('foreign_keys = ON')
   // Another process (the CLI, a second server) may hold the write lock briefly.
   connection.pragma('busy_timeout = 5000')
-  const sqlite = withStatementCache(connection)
-  const database: SqliteDatabase = {
-    close: () => connection.close(),
-    prepare: (text) => sqlite.prepare(text) as unknown as ReturnType<SqliteDatabase['prepare']>,
-  }
+  const writer = withStatementCache(connection)
+  // Reads outside a write see only what is committed (sqlite-driver.ts); WAL lets this connection read
+  // the last committed snapshot while the writer's batch is open. `:memory:` cannot be opened twice.
+  const reader = file === ':memory:' ? undefined : withStatementCache(openReader(file))
+  // WAL checkpoints off the event loop (checkpointer.ts); `:memory:` has no WAL.
+  const checkpointer = file === ':memory:' ? undefined : createCheckpointer(connection, file)
+  const batch = new DurableBatch(connection, new ConnectionLock(), MAX_BATCH, checkpointer?.afterCommit)
+  const sqlite: SqliteHandle = { ...writer, batch }
+  const driver = new BatchingSqliteDriver(writer, reader, batch, checkpointer)
   // A query through `kysely` from inside one of its transactions throws rather than hangs (transaction-guard.ts).
-  const kysely = guardedSqliteKysely<DatabaseSchema>({ database }, connection)
+  const kysely = guardedSqliteKysely<DatabaseSchema>(new BatchingSqliteDialect(driver), connection)
   return {
     kysely,
     dialect: 'sqlite',
     singleProcess: true,
     sqlite,
-    // One connection, shared by turns.
+    // One connection for writes, shared by turns.
     poolStats: () => ({ total: 1, idle: 1, waiting: 0 }),
     ping: async () => { await sql`select 1`.execute(kysely) },
     async close() {
       await kysely.destroy()
-      // Kysely closes it only if a query ever ran.
-      if (connection.open) connection.close()
+      // Kysely destroys the driver only if a query ever ran.
+      await driver.destroy()
     },
   }
+}
+
+function openReader(file: string): SQLite.Database {
+  const reader = new SQLite(file, { readonly: true, fileMustExist: true })
+  reader.pragma('busy_timeout = 5000')
+  return reader
 }
 
 function openPostgres(url: string, options: DatabaseOptions): Database {

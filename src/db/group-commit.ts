@@ -29,16 +29,16 @@ export interface GroupCommit {
 }
 
 /**
- * Group commit for the embedded store. Its one connection runs transactions one after another and each
- * COMMIT waits for an fsync; work submitted in the same turn of the event loop, or while the connection
- * is busy, runs instead in one transaction, each piece in its own savepoint, and one COMMIT makes all of
- * it durable before any caller hears back. The work runs synchronously under Kysely's connection lock,
- * so no other query ever sees a group half done. Never submit from inside a Kysely transaction: the
- * group would wait for the connection that transaction holds (it is refused: db/transaction-guard.ts).
+ * Group commit for the embedded store's synchronous work. Work submitted in the same turn of the event
+ * loop, or while the connection is busy, runs synchronously under the connection's lock, each piece a
+ * member of the open durable batch (durable-batch.ts: its own savepoint, one COMMIT for the batch, which
+ * Kysely transactions share), and no caller hears back before that COMMIT made its work durable. No
+ * other query runs in the middle of a piece. Never submit from inside a Kysely transaction: the group
+ * would wait for the connection that transaction holds (it is refused: db/transaction-guard.ts).
  */
 export function createGroupCommit(db: Pick<Database, 'kysely'> & { sqlite: SqliteHandle }, maxGroup = 64): GroupCommit {
   const { sqlite } = db
-  const { connection } = sqlite
+  const { connection, batch } = sqlite
   const queue: Pending[] = []
   let scheduled = false
 
@@ -53,35 +53,41 @@ export function createGroupCommit(db: Pick<Database, 'kysely'> & { sqlite: Sqlit
     },
   }
 
+  /** Runs the group's pieces as batch members; answers each once its batch settled. */
   function runGroup(group: Pending[]): void {
-    const outcomes: Array<{ ok: true, value: unknown } | { ok: false, error: unknown }> = []
-    try {
-      connection.exec('BEGIN IMMEDIATE')
-      for (const item of group) {
-        connection.exec('SAVEPOINT grouped_work')
-        try {
-          const value = item.work(exec)
-          connection.exec(value === undefined ? 'ROLLBACK TO grouped_work; RELEASE grouped_work' : 'RELEASE grouped_work')
-          outcomes.push({ ok: true, value })
-        } catch (error) {
-          // Some errors end the whole transaction, or call for ending it (SQLite's advice for a full
-          // disk, an I/O error, no memory, a lock it could not get): the group fails together.
-          if (!connection.inTransaction || isTransactionFatalSqliteError(error)) throw error
-          connection.exec('ROLLBACK TO grouped_work; RELEASE grouped_work')
-          outcomes.push({ ok: false, error })
+    for (let i = 0; i < group.length; i++) {
+      const item = group[i]!
+      let member
+      try {
+        member = batch.begin()
+      } catch (error) {
+        // BEGIN IMMEDIATE refused (the database is locked by another process): the rest cannot run.
+        for (const rest of group.slice(i)) rest.reject(error)
+        return
+      }
+      try {
+        const value = item.work(exec)
+        if (value === undefined) {
+          batch.rollback(member)
+          item.resolve(undefined)
+        } else {
+          batch.release(member)
+          member.batch.durable.then(() => item.resolve(value), item.reject)
+        }
+      } catch (error) {
+        // Some errors end the whole transaction, or call for ending it (SQLite's advice for a full disk,
+        // an I/O error, no memory, a lock it could not get): the batch fails, and with it the rest of
+        // this group, none of which was answered.
+        const fatal = !connection.inTransaction || isTransactionFatalSqliteError(error)
+        if (fatal) member.fatal = error
+        batch.rollback(member, error)
+        item.reject(error)
+        if (fatal) {
+          for (const rest of group.slice(i + 1)) rest.reject(error)
+          return
         }
       }
-      connection.exec('COMMIT')
-    } catch (error) {
-      if (connection.inTransaction) connection.exec('ROLLBACK')
-      for (const item of group) item.reject(error)
-      return
     }
-    group.forEach((item, i) => {
-      const outcome = outcomes[i]!
-      if (outcome.ok) item.resolve(outcome.value)
-      else item.reject(outcome.error)
-    })
   }
 
   async function flush(): Promise<void> {
@@ -89,7 +95,7 @@ export function createGroupCommit(db: Pick<Database, 'kysely'> & { sqlite: Sqlit
     let group: Pending[] = []
     try {
       // The group is taken once the connection is ours, so work queued while waiting for it joins.
-      await db.kysely.connection().execute(async () => {
+      await batch.exclusive(() => {
         group = queue.splice(0, maxGroup)
         if (group.length > 0) runGroup(group)
       })

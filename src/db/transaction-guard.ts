@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
-import { type DatabaseConnection, Kysely, SqliteDialect, type SqliteDialectConfig, SqliteDriver, type TransactionBuilder } from 'kysely'
+import { type Dialect, Kysely, type TransactionBuilder } from 'kysely'
 
 /**
  * The embedded store has one connection. While a transaction holds it, a query through the database
@@ -68,30 +68,9 @@ async function runAsTransaction<T>(owner: object, work: () => Promise<T>): Promi
   }
 }
 
-class GuardedSqliteDriver extends SqliteDriver {
-  constructor(config: SqliteDialectConfig, private readonly owner: object) {
-    super(config)
-  }
-
-  override async acquireConnection(): Promise<DatabaseConnection> {
-    assertNotInTransaction(this.owner)
-    return super.acquireConnection()
-  }
-}
-
-class GuardedSqliteDialect extends SqliteDialect {
-  constructor(private readonly config: SqliteDialectConfig, private readonly owner: object) {
-    super(config)
-  }
-
-  override createDriver(): SqliteDriver {
-    return new GuardedSqliteDriver(this.config, this.owner)
-  }
-}
-
 /** Kysely whose transactions mark their work, so that the driver can tell a query made inside one. */
 class GuardedKysely<DB> extends Kysely<DB> {
-  constructor(dialect: SqliteDialect, private readonly owner: object) {
+  constructor(dialect: Dialect, private readonly owner: object) {
     super({ dialect })
   }
 
@@ -105,9 +84,9 @@ class GuardedKysely<DB> extends Kysely<DB> {
 
 /**
  * Kysely over one SQLite connection, guarded as above. `owner` stands for the connection (the
- * better-sqlite3 handle); code that takes the connection by other means (db/group-commit.ts) asserts
- * with it too.
+ * better-sqlite3 handle); the driver (sqlite-driver.ts) asserts with it when asked for the connection,
+ * and so does code that takes the connection by other means (db/group-commit.ts).
  */
-export function guardedSqliteKysely<DB>(config: SqliteDialectConfig, owner: object): Kysely<DB> {
-  return new GuardedKysely<DB>(new GuardedSqliteDialect(config, owner), owner)
+export function guardedSqliteKysely<DB>(dialect: Dialect, owner: object): Kysely<DB> {
+  return new GuardedKysely<DB>(dialect, owner)
 }

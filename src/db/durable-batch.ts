@@ -1,0 +1,248 @@
+import type SQLite from 'better-sqlite3'
+import { isTransactionFatalSqliteError } from './errors.js'
+
+/**
+ * The embedded store's one write path: every write, in a Kysely transaction, a group-commit piece or a
+ * statement on its own, is a member of a durable batch. The first member opens `BEGIN IMMEDIATE`; each
+ * member runs in a savepoint inside it (a transaction's rollback is `ROLLBACK TO` its savepoint, so it
+ * fails alone); one `COMMIT` makes every member durable (synchronous=FULL: one fsync) and only then are
+ * their callers answered. The COMMIT is issued by a flusher that takes the connection through the same
+ * FIFO lock as everyone else, a turn after a member was released, so members already waiting for the
+ * connection join first; a batch is also committed when it reaches `maxBatch` members, which bounds the
+ * latency of its first.
+ *
+ * An error that ends the transaction, or calls for ending it (errors.ts), ends the batch: it is rolled
+ * back and every member's caller is rejected, none of whom was answered yet.
+ */
+
+/** FIFO lock on the connection: whoever holds it may run statements; the rest wait in order. */
+export class ConnectionLock {
+  private held = false
+  private readonly waiters: Array<() => void> = []
+
+  lock(): Promise<void> {
+    if (!this.held) {
+      this.held = true
+      return Promise.resolve()
+    }
+    return new Promise((resolve) => { this.waiters.push(resolve) })
+  }
+
+  unlock(): void {
+    const next = this.waiters.shift()
+    if (next) next()
+    else this.held = false
+  }
+}
+
+/** One BEGIN IMMEDIATE...COMMIT and the members it holds. */
+export interface Batch {
+  /** Settles once the batch is committed (resolves) or rolled back (rejects). */
+  readonly durable: Promise<void>
+  /** Members joined so far. */
+  size: number
+  /** Members released into it (work that will be committed). */
+  released: number
+  resolve(): void
+  reject(error: unknown): void
+}
+
+/** A transaction (or group-commit piece) running in its savepoint inside a batch. */
+export interface Member {
+  readonly batch: Batch
+  /** Set when its work met an error that ends the whole transaction. */
+  fatal?: unknown
+}
+
+function newBatch(): Batch {
+  let resolve!: () => void
+  let reject!: (error: unknown) => void
+  const durable = new Promise<void>((res, rej) => { resolve = res; reject = rej })
+  // Members await it; a batch that fails with no member waiting must not be an unhandled rejection.
+  durable.catch(() => {})
+  return { durable, size: 0, released: 0, resolve, reject }
+}
+
+const SAVEPOINT = 'batch_member'
+
+export class DurableBatch {
+  /** COMMITs issued (observable, for tests and the bench: COMMITs per request). */
+  commits = 0
+  /** Members released into a batch that was then committed. */
+  committedMembers = 0
+  private open: Batch | undefined
+  /** The member whose savepoint is open: the transaction holding the lock, if any. */
+  current: Member | undefined
+  private flushScheduled = false
+  private closed = false
+
+  constructor(
+    private readonly connection: SQLite.Database,
+    readonly lock: ConnectionLock,
+    private readonly maxBatch = 64,
+    /** Called after a COMMIT, with the lock held and no batch open (WAL checkpointing). */
+    private readonly afterCommit: () => void = () => {},
+  ) {}
+
+  /** The batch writes would join now, if one is open. */
+  get openBatch(): Batch | undefined {
+    return this.open
+  }
+
+  /** Under the lock: opens a savepoint for a new member, in the open batch or a new one. */
+  begin(): Member {
+    const batch = this.join()
+    this.connection.exec(`SAVEPOINT ${SAVEPOINT}`)
+    const member: Member = { batch }
+    this.current = member
+    return member
+  }
+
+  /** Under the lock: the member's work is done; it is committed with its batch. */
+  release(member: Member): void {
+    this.current = undefined
+    if (member.fatal !== undefined) {
+      // Its work caught an error that ends the transaction: nothing of the batch may commit.
+      this.fail(member.batch, member.fatal)
+      throw member.fatal
+    }
+    try {
+      this.connection.exec(`RELEASE ${SAVEPOINT}`)
+    } catch (error) {
+      this.fail(member.batch, error)
+      throw error
+    }
+    member.batch.released++
+    this.scheduleFlush()
+  }
+
+  /**
+   * Under the lock: undoes the member's work alone, or the whole batch when the error was fatal or the
+   * transaction is already gone (SQLite rolls back by itself on some errors).
+   */
+  rollback(member: Member, error: unknown = member.fatal): void {
+    this.current = undefined
+    if (member.batch !== this.open) return
+    if (member.fatal !== undefined || !this.connection.inTransaction || isTransactionFatalSqliteError(error)) {
+      this.fail(member.batch, member.fatal ?? error ?? new Error('The transaction ended in the middle of a batch'))
+      return
+    }
+    try {
+      this.connection.exec(`ROLLBACK TO ${SAVEPOINT}; RELEASE ${SAVEPOINT}`)
+    } catch (rollbackError) {
+      this.fail(member.batch, rollbackError)
+      return
+    }
+    // Nothing of this batch is to be kept: end it now rather than hold the write lock for nothing.
+    if (member.batch.released === 0) this.end(member.batch)
+  }
+
+  /**
+   * Under the lock: a write outside any transaction (a statement through `db.kysely`) joins the batch as
+   * a member of its own; the statement is its own savepoint (SQLite undoes a failed statement alone).
+   */
+  runStatement<T>(run: () => T): { result: T, batch: Batch } {
+    const batch = this.join()
+    try {
+      const result = run()
+      batch.released++
+      this.scheduleFlush()
+      return { result, batch }
+    } catch (error) {
+      if (!this.connection.inTransaction || isTransactionFatalSqliteError(error)) this.fail(batch, error)
+      else if (batch.released === 0) this.end(batch)
+      throw error
+    }
+  }
+
+  /** Under the lock: commits the open batch, if any, and answers its members. */
+  commit(): void {
+    const batch = this.open
+    if (!batch) return
+    this.open = undefined
+    try {
+      this.connection.exec('COMMIT')
+    } catch (error) {
+      this.fail(batch, error)
+      return
+    }
+    this.commits++
+    this.committedMembers += batch.released
+    batch.resolve()
+    try {
+      this.afterCommit()
+    } catch {
+      // A checkpoint that cannot run now runs after a later COMMIT.
+    }
+  }
+
+  /** Takes the lock, runs synchronous work with it, and gives it back. */
+  async exclusive<T>(work: () => T): Promise<T> {
+    if (this.closed) throw new Error('The database is closed')
+    await this.lock.lock()
+    try {
+      if (this.closed) throw new Error('The database is closed')
+      return work()
+    } finally {
+      this.lock.unlock()
+    }
+  }
+
+  /** Commits what is open and refuses further work; the caller closes the connection afterwards. */
+  async close(): Promise<void> {
+    if (this.closed) return
+    await this.lock.lock()
+    try {
+      if (this.connection.open) this.commit()
+      this.closed = true
+    } finally {
+      this.lock.unlock()
+    }
+  }
+
+  get isClosed(): boolean {
+    return this.closed
+  }
+
+  private join(): Batch {
+    if (this.open && this.open.size >= this.maxBatch) this.commit()
+    if (!this.open) {
+      this.connection.exec('BEGIN IMMEDIATE')
+      this.open = newBatch()
+    }
+    this.open.size++
+    return this.open
+  }
+
+  /** Ends a batch that holds nothing to keep. */
+  private end(batch: Batch): void {
+    if (this.open !== batch) return
+    this.open = undefined
+    if (this.connection.inTransaction) this.connection.exec('ROLLBACK')
+    batch.resolve()
+  }
+
+  private fail(batch: Batch, error: unknown): void {
+    if (this.open === batch) this.open = undefined
+    if (this.connection.inTransaction) {
+      try { this.connection.exec('ROLLBACK') } catch { /* the transaction is gone either way */ }
+    }
+    batch.reject(error)
+  }
+
+  /** The flusher: a turn later, behind whoever already waits for the connection, COMMITs the batch. */
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return
+    this.flushScheduled = true
+    setImmediate(() => {
+      void this.lock.lock().then(() => {
+        this.flushScheduled = false
+        try {
+          if (!this.closed) this.commit()
+        } finally {
+          this.lock.unlock()
+        }
+      })
+    })
+  }
+}
