@@ -81,10 +81,21 @@ export function loggerOptions(config: Pick<Config, 'logLevel'>): LoggerOptions {
   }
 }
 
-/** JSON lines, or pino-pretty's readable lines when stdout is a terminal. */
+/**
+ * JSON lines, or pino-pretty's readable lines when stdout is a terminal.
+ *
+ * JSON lines go to file descriptor 1 asynchronously (pino.destination with sync: false): a request's
+ * line is queued and written with the lines of the requests around it, instead of one blocking write()
+ * each. minLength 0 writes as soon as no write is in flight, so an idle server's lines (the listening
+ * line that tests and operators wait for) are not held back. pino flushes the queue synchronously on
+ * process exit, which covers a normal exit, the SIGTERM drain (server.ts ends it with process.exit) and
+ * a fatal error (an uncaught exception exits through the same 'exit' event).
+ */
 export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
-  return pino({
-    ...loggerOptions(config),
-    ...(process.stdout.isTTY ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l' } } } : {}),
-  })
+  if (process.stdout.isTTY) {
+    return pino({ ...loggerOptions(config), transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l' } } })
+  }
+  // maxWrite = PIPE_BUF: each write(2) carries whole lines and at most 4 KB, which a pipe takes atomically,
+  // so the lines of several processes sharing one stdout (WORKERS=N) never interleave mid-line.
+  return pino(loggerOptions(config), pino.destination({ dest: 1, sync: false, minLength: 0, maxWrite: 4096 }))
 }

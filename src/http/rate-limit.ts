@@ -1,7 +1,8 @@
 import rateLimit from '@fastify/rate-limit'
-import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
-import { Redis } from 'ioredis'
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler, onRequestHookHandler } from 'fastify'
+import type { Redis } from 'ioredis'
 import ipaddr from 'ipaddr.js'
+import { LRUCache } from 'lru-cache'
 import { errors } from '../lib/errors.js'
 
 export interface RateLimitDeps {
@@ -12,7 +13,10 @@ export interface RateLimitDeps {
 }
 
 const POLICY = 'per-key'
+const WINDOW_MS = 1000
 const WARN_EVERY_MS = 60_000
+/** Keys (or addresses) whose per-process window is kept, as @fastify/rate-limit's local store keeps 5,000. */
+const LOCAL_WINDOWS_MAX = 10_000
 
 /** Failed authentications one client address may make in a window before they are answered 429. */
 export const AUTH_FAILURES_PER_WINDOW = 20
@@ -60,6 +64,8 @@ function throttledWarning(logger: FastifyBaseLogger) {
  * request a quick error (and the request goes on) rather than a wait.
  */
 async function createRedis(url: string, warn: ReturnType<typeof throttledWarning>): Promise<Redis> {
+  // ioredis (about 10 MB of RSS) is loaded only when REDIS_URL is set.
+  const { Redis } = await import('ioredis')
   const redis = new Redis(url, {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
@@ -86,7 +92,7 @@ async function createRedis(url: string, warn: ReturnType<typeof throttledWarning
  *
  * Returns the hook to add after authentication in the API scope.
  */
-export async function registerRateLimit(app: FastifyInstance, deps: RateLimitDeps): Promise<onRequestAsyncHookHandler> {
+export async function registerRateLimit(app: FastifyInstance, deps: RateLimitDeps): Promise<onRequestAsyncHookHandler | onRequestHookHandler> {
   const warn = throttledWarning(deps.logger)
   const redis = deps.redisUrl ? await createRedis(deps.redisUrl, warn) : undefined
   await app.register(rateLimit, {
@@ -126,7 +132,8 @@ export async function registerRateLimit(app: FastifyInstance, deps: RateLimitDep
   }
   app.decorate('countAuthFailure', countAuthFailure)
 
-  return async (request, reply) => {
+  if (!redis) return localLimit(deps.perSecond, policy)
+  const limit: onRequestAsyncHookHandler = async (request, reply) => {
     let result: Awaited<ReturnType<typeof limiter>>
     try {
       result = await limiter(request)
@@ -139,5 +146,44 @@ export async function registerRateLimit(app: FastifyInstance, deps: RateLimitDep
     reply.header('RateLimit-Policy', policy)
     reply.header('RateLimit', `"${POLICY}";r=${result.remaining};t=${reset}`)
     if (result.isExceeded) throw errors.rateLimited(reset)
+  }
+  return limit
+}
+
+interface Window {
+  count: number
+  startedAt: number
+}
+
+// lru-cache's get() allocates an options object when none is passed; this one is reused.
+const GET_OPTIONS = {}
+
+/**
+ * The per-key limit without Redis: the same fixed 1 s window per key as @fastify/rate-limit's local store
+ * (it starts at a key's first request and counts until it is a second old), kept synchronously, so the
+ * common request pays for no promise, no result object and no new window object. The RateLimit header
+ * values are made once per remaining count (t is always 1 in a 1 s window).
+ */
+function localLimit(perSecond: number, policy: string): onRequestHookHandler {
+  const windows = new LRUCache<string, Window>({ max: LOCAL_WINDOWS_MAX })
+  const headers: string[] = []
+  const header = (remaining: number): string =>
+    remaining < 1024 ? (headers[remaining] ??= `"${POLICY}";r=${remaining};t=1`) : `"${POLICY}";r=${remaining};t=1`
+  return (request, reply, done) => {
+    const key = request.principal?.keyId ?? request.ip
+    const now = Date.now()
+    let window = windows.get(key, GET_OPTIONS)
+    if (window === undefined) {
+      window = { count: 0, startedAt: now }
+      windows.set(key, window)
+    } else if (window.startedAt + WINDOW_MS <= now) {
+      window.count = 0
+      window.startedAt = now
+    }
+    window.count++
+    reply.header('RateLimit-Policy', policy)
+    reply.header('RateLimit', header(Math.max(0, perSecond - window.count)))
+    if (window.count > perSecond) return done(errors.rateLimited(1))
+    done()
   }
 }

@@ -1,7 +1,8 @@
+import { LRUCache } from 'lru-cache'
 import type { Database, Executor } from '../../db/database.js'
 import { isUniqueViolation } from '../../db/errors.js'
-import { type Clock, toTimestamp } from '../../lib/clock.js'
-import { newId } from '../../lib/ids.js'
+import { type Clock, systemClock, toTimestamp } from '../../lib/clock.js'
+import { newId, randomFraction } from '../../lib/ids.js'
 import { displayPrefix, generateKey, hashKey, isWellFormedKey, type Scope } from './keys.js'
 import * as repo from './repository.js'
 
@@ -38,17 +39,83 @@ export interface Principal {
 export type RevokeResult = 'revoked' | 'already_revoked' | 'not_found'
 
 /**
- * How long an authenticated key is trusted without asking the database again. A revocation made by
- * another process (the CLI, another server) is honoured within this time; one made through this process
- * at once.
+ * How long an authenticated key is trusted without asking the database again, counted from the start
+ * of the lookup that read it. A revocation made by another process (the CLI, another server) is honoured
+ * within this time; one made through this process at once.
  */
 export const KEY_CACHE_TTL_MS = 1000
-const KEY_CACHE_MAX = 10_000
+/**
+ * A hit on an entry older than this (plus up to a quarter of the TTL of jitter) looks the key up again in
+ * the background and is served from the cache meanwhile, so a key in steady use is refreshed before it
+ * lapses and its requests never wait on the database together.
+ */
+const KEY_REFRESH_AFTER_MS = KEY_CACHE_TTL_MS / 2
+/** The cache's bound, in (estimated) bytes: about 4,000 keys. */
+const KEY_CACHE_MAX_BYTES = 2 * 1024 * 1024
+
+interface CachedKey {
+  principal: Principal
+  /** Epoch ms from which a hit starts a background lookup. */
+  refreshAt: number
+  /** Epoch ms from which the entry is not served. */
+  expiresAt: number
+}
+
+/** What one entry holds: its key (a SHA-256 hex), the principal's strings, and object overhead. */
+const entryBytes = (entry: CachedKey, hash: string): number =>
+  2 * (hash.length + entry.principal.keyId.length + entry.principal.accountId.length + (entry.principal.agentId?.length ?? 0)) + 160
+
+// lru-cache's get() allocates an options object when none is passed; this one is reused.
+const GET_OPTIONS = {}
+const ignore = () => {}
 
 export function createAccountService(deps: { db: Database, clock: Clock }) {
   const { db, clock } = deps
+  // The system clock without a Date per call; a test's clock as it is, so tests can make entries lapse.
+  const nowMs = clock === systemClock ? Date.now : () => clock.now().getTime()
   // Known good keys only (by hash), so random guesses cannot fill it.
-  const recentKeys = new Map<string, { principal: Principal, until: number }>()
+  const recentKeys = new LRUCache<string, CachedKey>({ maxSize: KEY_CACHE_MAX_BYTES, sizeCalculation: entryBytes })
+  // One database lookup per key hash at a time: concurrent requests of a key whose entry lapsed wait on it.
+  const inFlight = new Map<string, Promise<Principal | undefined>>()
+  // Bumped by every forget: a lookup that started before a revocation must not put its answer back.
+  let generation = 0
+  let lookups = 0
+
+  function forget(): void {
+    generation++
+    recentKeys.clear()
+    inFlight.clear()
+  }
+
+  function lookUp(hash: string): Promise<Principal | undefined> {
+    const pending = inFlight.get(hash)
+    if (pending) return pending
+    const startedAt = nowMs()
+    const startedIn = generation
+    lookups++
+    const settle = () => { if (inFlight.get(hash) === lookup) inFlight.delete(hash) }
+    const lookup = repo.findActiveKeyByHash(db.kysely, hash).then((row) => {
+      settle()
+      if (!row) {
+        if (startedIn === generation) recentKeys.delete(hash)
+        return undefined
+      }
+      const principal: Principal = { keyId: row.id, accountId: row.account_id, scope: row.scope, agentId: row.agent_id }
+      if (startedIn === generation) {
+        recentKeys.set(hash, {
+          principal,
+          refreshAt: startedAt + KEY_REFRESH_AFTER_MS + randomFraction() * (KEY_CACHE_TTL_MS / 4),
+          expiresAt: startedAt + KEY_CACHE_TTL_MS,
+        })
+      }
+      return principal
+    }, (error: unknown) => {
+      settle()
+      throw error
+    })
+    inFlight.set(hash, lookup)
+    return lookup
+  }
 
   async function ensureAccount(name: string): Promise<string> {
     const existing = await repo.findAccountByName(db.kysely, name)
@@ -99,7 +166,12 @@ export function createAccountService(deps: { db: Database, clock: Clock }) {
 
     /** Forgets every cached key, so a change made here (an agent disabled) is honoured at once. */
     forgetCachedKeys(): void {
-      recentKeys.clear()
+      forget()
+    },
+
+    /** Database lookups of keys made so far (cache misses and refreshes): what the key cache saves. */
+    keyLookups(): number {
+      return lookups
     },
 
     async listKeys(accountName?: string): Promise<KeySummary[]> {
@@ -107,27 +179,31 @@ export function createAccountService(deps: { db: Database, clock: Clock }) {
     },
 
     async revokeKey(id: string): Promise<RevokeResult> {
-      recentKeys.clear()
-      if (await repo.revokeKey(db.kysely, id, toTimestamp(clock.now()))) return 'revoked'
+      forget()
+      const revoked = await repo.revokeKey(db.kysely, id, toTimestamp(clock.now()))
+      // Again once committed: a lookup that read the key while the update ran must not be cached.
+      forget()
+      if (revoked) return 'revoked'
       return (await repo.findKeyById(db.kysely, id)) ? 'already_revoked' : 'not_found'
     },
 
-    /** The principal for a presented key, or undefined when it is malformed, unknown or revoked. */
-    async authenticate(key: string): Promise<Principal | undefined> {
+    /**
+     * The principal for a presented key, or undefined when it is malformed, unknown or revoked. A fresh
+     * cache hit answers synchronously and allocates nothing beyond the key's hash; anything else answers
+     * through the key's one lookup in flight.
+     */
+    authenticate(key: string): Principal | undefined | Promise<Principal | undefined> {
       if (!isWellFormedKey(key)) return undefined
       const hash = hashKey(key)
-      const now = clock.now().getTime()
-      const cached = recentKeys.get(hash)
-      if (cached && cached.until > now) return cached.principal
-      const row = await repo.findActiveKeyByHash(db.kysely, hash)
-      if (!row) {
-        recentKeys.delete(hash)
-        return undefined
+      const cached = recentKeys.get(hash, GET_OPTIONS)
+      if (cached !== undefined) {
+        const now = nowMs()
+        if (now < cached.expiresAt) {
+          if (now >= cached.refreshAt && !inFlight.has(hash)) lookUp(hash).catch(ignore)
+          return cached.principal
+        }
       }
-      const principal: Principal = { keyId: row.id, accountId: row.account_id, scope: row.scope, agentId: row.agent_id }
-      if (recentKeys.size >= KEY_CACHE_MAX) recentKeys.clear()
-      recentKeys.set(hash, { principal, until: now + KEY_CACHE_TTL_MS })
-      return principal
+      return lookUp(hash)
     },
 
     async hasAnyAccount(): Promise<boolean> {
