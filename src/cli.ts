@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util'
-import { ConfigError, loadConfig, type Config } from './config.js'
+import { ConfigError, loadConfig, multiProcessProblem, type Config } from './config.js'
 import { openConfiguredDatabase } from './db/database.js'
 import { migrateToLatest } from './db/migrate.js'
 import { systemClock } from './lib/clock.js'
@@ -9,12 +9,13 @@ import { createAgentService } from './modules/agents/service.js'
 import type { Scope } from './modules/accounts/keys.js'
 import { rotateSigningKey } from './modules/receipts/signing-keys.js'
 import { isRemoteCommand, REMOTE_USAGE, runRemoteCommand } from './cli/remote.js'
-import { serve, work } from './server.js'
+// server.js is imported when a command needs it: a cluster primary must not load the application.
 
 const USAGE = `Usage: wishpay <command>
 
   serve [--no-jobs]                           run the API server (migrates first) with background
-                                              jobs, unless --no-jobs
+                                              jobs, unless --no-jobs; WORKERS=N runs N processes
+                                              on one port (PostgreSQL only)
   worker                                      run background jobs only (settlement, expiry, purge)
   migrate                                     apply database migrations
   keys create --account NAME [--scope read|write] [--json]
@@ -121,10 +122,14 @@ async function main(argv: string[]): Promise<void> {
   switch (command) {
     case 'serve': {
       const { values } = parseArgs({ args, options: { 'no-jobs': { type: 'boolean', default: false } } })
-      return serve(config, { jobs: !values['no-jobs'] })
+      const options = { jobs: !values['no-jobs'] }
+      const problem = multiProcessProblem(config)
+      if (problem) throw new ConfigError(problem)
+      const { serve, serveWithWorkers } = await import('./server.js')
+      return config.workers > 1 ? serveWithWorkers(config, options) : serve(config, options)
     }
     case 'worker':
-      return work(config)
+      return (await import('./server.js')).work(config)
     case 'migrate': {
       const db = openConfiguredDatabase(config, { queryTimeoutMs: 0, poolSize: 1 })
       try {

@@ -23,6 +23,8 @@ export interface Config {
   /** How old an event must be before GET /events/stream sends it (events/stream.ts), and how often a stream looks. */
   readonly eventStreamSettleMs: number
   readonly eventStreamPollMs: number
+  /** How many processes `wishpay serve` runs on its one port (node:cluster); 1 serves in this process. */
+  readonly workers: number
   readonly production: boolean
 }
 
@@ -118,8 +120,22 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownTimeoutMs: read('SHUTDOWN_TIMEOUT_MS', integer(0, 600_000), 10_000),
     eventStreamSettleMs: read('EVENT_STREAM_SETTLE_MS', integer(0, 60_000), 2000),
     eventStreamPollMs: read('EVENT_STREAM_POLL_MS', integer(10, 60_000), 500),
+    // Each worker opens its own PostgreSQL pool (10 connections): beyond 64 a host runs out of database
+    // connections (or cores) long before it gains throughput.
+    workers: read('WORKERS', integer(1, 64), 1),
     production: env.NODE_ENV === 'production',
   }
   if (problems.length > 0) throw new ConfigError(problems.map((p) => `Invalid configuration: ${p}`).join('\n'))
   return Object.freeze(config)
+}
+
+/**
+ * Why this configuration cannot serve with several processes, or undefined when it can. The embedded
+ * SQLite store is single-process by design (one connection, group commit in memory); only `serve`
+ * refuses it, so that `wishpay keys` and `migrate` work with the same environment.
+ */
+export function multiProcessProblem(config: Pick<Config, 'workers' | 'databaseUrl'>): string | undefined {
+  if (config.workers === 1 || config.databaseUrl) return undefined
+  return `Invalid configuration: WORKERS=${config.workers} needs PostgreSQL (DATABASE_URL): the embedded SQLite store ` +
+    'serves from one process (one connection, group commit in memory). Unset WORKERS or set DATABASE_URL.'
 }

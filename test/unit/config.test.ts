@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import path from 'node:path'
 import { test } from 'node:test'
-import { ConfigError, loadConfig } from '../../src/config.js'
+import { ConfigError, loadConfig, multiProcessProblem } from '../../src/config.js'
 
 test('defaults follow contract section 8', () => {
   const config = loadConfig({})
@@ -17,6 +17,7 @@ test('defaults follow contract section 8', () => {
   assert.equal(config.defaultProtocol, 'ap2')
   assert.equal(config.logLevel, 'info')
   assert.equal(config.production, false)
+  assert.equal(config.workers, 1)
   assert.ok(Object.isFrozen(config))
 })
 
@@ -58,4 +59,24 @@ test('an empty variable counts as unset', () => {
   assert.equal(config.port, 3000)
   assert.equal(config.metricsToken, undefined)
   assert.equal(config.defaultProtocol, 'ap2')
+})
+
+test('WORKERS is a whole number of processes, 1..64', () => {
+  assert.equal(loadConfig({ WORKERS: '4' }).workers, 4)
+  assert.equal(loadConfig({ WORKERS: ' 2 ' }).workers, 2)
+  for (const value of ['0', '-1', '1.5', 'two', '65']) {
+    assert.throws(() => loadConfig({ WORKERS: value }), (error: unknown) => {
+      assert.ok(error instanceof ConfigError)
+      assert.equal(error.message, `Invalid configuration: WORKERS must be an integer between 1 and 64 (got ${JSON.stringify(value)})`)
+      return true
+    })
+  }
+})
+
+test('several workers need PostgreSQL: the embedded store is single-process', () => {
+  assert.equal(multiProcessProblem(loadConfig({})), undefined)
+  assert.equal(multiProcessProblem(loadConfig({ WORKERS: '1' })), undefined)
+  assert.equal(multiProcessProblem(loadConfig({ WORKERS: '4', DATABASE_URL: 'postgres://u@h:5432/db' })), undefined)
+  assert.match(multiProcessProblem(loadConfig({ WORKERS: '2' }))!,
+    /^Invalid configuration: WORKERS=2 needs PostgreSQL \(DATABASE_URL\): the embedded SQLite store serves from one process/)
 })
