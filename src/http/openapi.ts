@@ -1,7 +1,7 @@
 import swagger from '@fastify/swagger'
-import swaggerUi from '@fastify/swagger-ui'
 import { Type } from '@sinclair/typebox'
-import type { FastifyInstance, RouteOptions } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type RouteOptions } from 'fastify'
+import { sharedSerializers } from '../lib/shared-serializers.js'
 import { ERROR_SCHEMAS, ERROR_STATUSES, ErrorResponse, errorResponse } from './schemas.js'
 import { API_VERSION } from './version.js'
 
@@ -189,6 +189,9 @@ function completeDocument(doc: Document): Document {
  * reference at /docs. Registered before the routes so every route is seen.
  */
 export async function registerOpenApi(app: FastifyInstance): Promise<void> {
+  // completeResponses gives every route the same error statuses: their serializers are compiled once
+  // for the whole application, not once per route (src/lib/shared-serializers.ts).
+  app.setSchemaController(sharedSerializers)
   for (const schema of ERROR_SCHEMAS) app.addSchema(schema)
   app.addHook('onRoute', completeResponses)
 
@@ -227,7 +230,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
     // Shared schemas keep their $id as their component name (Wish, Error) instead of def-N.
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
   })
-  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { persistAuthorization: true } })
+  registerDocs(app)
 
   app.get('/openapi.json', {
     schema: {
@@ -245,4 +248,54 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       },
     },
   }, async () => app.swagger())
+}
+
+// ---------------------------------------------------------------- /docs, loaded on first use
+
+/** What an answer of the reference keeps: the rest (Request-Id, security headers) is this app's. */
+const DOCS_HEADERS = ['content-type', 'cache-control', 'etag', 'last-modified', 'location', 'accept-ranges', 'content-range']
+/** What a request to the reference passes on: conditional and range requests work as @fastify/static serves them. */
+const DOCS_REQUEST_HEADERS = ['if-none-match', 'if-modified-since', 'range', 'if-range', 'accept']
+
+/**
+ * The interactive reference at /docs (@fastify/swagger-ui, its static files and a YAML library, a few
+ * MB), built on the first request to it in an app of its own that shows this app's document; a server
+ * whose /docs nobody opens never loads it. Answers go through this app's routes, with its hooks.
+ */
+function registerDocs(app: FastifyInstance): void {
+  let docs: Promise<FastifyInstance> | undefined
+  const build = async () => {
+    const { default: swaggerUi } = await import('@fastify/swagger-ui')
+    const inner = Fastify({ logger: false })
+    // This app's document, final once it is ready (a request is answered only then), as swagger-ui's
+    // /docs/json and /docs/yaml serve it.
+    // (The plugin's types know OpenAPI 3.0 documents only; this one is 3.1.)
+    await inner.register(swagger, { mode: 'static', specification: { document: app.swagger() as never } })
+    await inner.register(swaggerUi, { routePrefix: '/docs', uiConfig: { persistAuthorization: true } })
+    await inner.ready()
+    return inner
+  }
+  const answer = async (request: FastifyRequest, reply: FastifyReply) => {
+    const inner = await (docs ??= build().catch((error: unknown) => {
+      docs = undefined
+      throw error
+    }))
+    const headers: Record<string, string> = {}
+    for (const name of DOCS_REQUEST_HEADERS) {
+      const value = request.headers[name]
+      if (typeof value === 'string') headers[name] = value
+    }
+    const res = await inner.inject({ method: request.method as 'GET' | 'HEAD', url: request.url, headers })
+    // A file the reference does not have is this app's 404, in its envelope.
+    if (res.statusCode === 404) return reply.callNotFound()
+    reply.code(res.statusCode)
+    for (const name of DOCS_HEADERS) {
+      const value = res.headers[name]
+      if (value !== undefined) reply.header(name, value)
+    }
+    return reply.send(res.rawPayload)
+  }
+  const schema = { hide: true }
+  app.get('/docs', { schema }, answer)
+  app.get('/docs/*', { schema }, answer)
 }

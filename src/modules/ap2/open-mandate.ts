@@ -1,5 +1,5 @@
-import { digest } from '@sd-jwt/crypto-nodejs'
-import { decodeSdJwt, type DecodedSDJwt } from '@sd-jwt/decode'
+import { createHash } from 'node:crypto'
+import type { DecodedSDJwt } from '@sd-jwt/decode'
 import { compactVerify, importJWK, type JWK } from 'jose'
 import { mapConstraints, type OpenMandateDraft, toDraft } from './constraints.js'
 import { isObject, refuse } from './refusal.js'
@@ -77,8 +77,19 @@ export interface VerifyOptions {
 
 /** base64url sha-256, the hash of `sd_hash`, `_sd` digests and AP2 references. */
 export function sha256Base64Url(text: string): string {
-  return Buffer.from(digest(text, 'sha-256')).toString('base64url')
+  return createHash('sha256').update(text).digest('base64url')
 }
+
+/** The SD-JWT hasher, as @sd-jwt/crypto-nodejs's `digest`: `sha-256` is node's `sha256`. */
+const sdJwtHasher = (data: string | ArrayBuffer, alg: string): Uint8Array =>
+  new Uint8Array(createHash(alg.replace('-', '').toLowerCase()).update(typeof data === 'string' ? data : Buffer.from(data)).digest())
+
+/**
+ * @sd-jwt/decode, imported when the first mandate is presented: a server whose clients never use AP2
+ * mandates never loads it (test/unit/lazy-modules.test.ts keeps it so).
+ */
+let sdJwtDecode: Promise<typeof import('@sd-jwt/decode')> | undefined
+const loadSdJwtDecode = () => (sdJwtDecode ??= import('@sd-jwt/decode'))
 
 /** The JWS algorithms each key type may sign with here. */
 function algorithmsFor(jwk: JWK): string[] {
@@ -250,9 +261,10 @@ export async function disclose(
 ): Promise<Record<string, unknown>> {
   const { _sd_alg: sdAlg = 'sha-256', ...signed } = payload
   if (sdAlg !== 'sha-256') refuse('disclosure_invalid', `_sd_alg '${String(sdAlg)}' is not supported (sha-256 only)`, '_sd_alg')
+  const { decodeSdJwt } = await loadSdJwtDecode()
   let decoded: DecodedSDJwt
   try {
-    decoded = await decodeSdJwt(token, digest)
+    decoded = await decodeSdJwt(token, sdJwtHasher)
   } catch {
     return refuse('disclosure_invalid', 'A disclosure is not base64url JSON of [salt, value] or [salt, name, value]')
   }

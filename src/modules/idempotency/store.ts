@@ -30,9 +30,24 @@ export interface Outcome {
   record: IdempotencyRecord
 }
 
-/** Bounds the memory of the replay cache. */
+/** Bounds the memory of the replay cache: what its entries hold on the heap, at most. */
 const RECENT_RECORDS_BYTES = 4_000_000
 const RECENT_RECORDS_TTL_MS = 60_000
+/**
+ * What an entry holds on the heap besides its body and key: the record object, its account id,
+ * fingerprint and timestamps, the cache's key and its own bookkeeping. About 500 bytes measured (node 20);
+ * test/unit/idempotency-replay-cache.test.ts checks that the estimate stays above what entries hold.
+ */
+const ENTRY_OVERHEAD_BYTES = 640
+
+/**
+ * An upper bound of the heap an entry of the replay cache holds. Strings count two bytes a character,
+ * as V8 stores any string with a character past U+00FF (a wish in Japanese) in two-byte form; the key
+ * is held twice, in the record and in the cache's key.
+ */
+export function replayCacheEntryBytes(record: Pick<IdempotencyRecord, 'response_body' | 'idempotency_key'>): number {
+  return ENTRY_OVERHEAD_BYTES + 2 * (record.response_body.length + 2 * record.idempotency_key.length)
+}
 
 /** Deletes every record past its retention; returns how many went. */
 export function purgeExpiredRecords(db: Pick<Database, 'kysely'>, now: Date): Promise<number> {
@@ -44,18 +59,20 @@ export function purgeExpiredRecords(db: Pick<Database, 'kysely'>, now: Date): Pr
  * protects, the replay cache, and the purge. The HTTP side (http/idempotency.ts) only parses keys,
  * fingerprints requests and writes answers.
  */
-export function createIdempotencyStore(deps: { db: Database, ttlSeconds: number }) {
+export function createIdempotencyStore(deps: { db: Database, ttlSeconds: number, replayCacheBytes?: number }) {
   const { db, ttlSeconds } = deps
   // Keys being worked on in this process: a second request answers 409 at once instead of queueing.
   const inFlight = new Set<string>()
   // Records this process saved or read lately. A live record is never changed or removed before it
   // expires, by any process, so a copy answers a retry exactly as the database would until then. The
   // copy is also dropped after a minute, which bounds what a record edited by hand, or overwritten by a
-  // server whose clock runs ahead, could be answered from.
+  // server whose clock runs ahead, could be answered from. The server builds one store (one app), so
+  // this bound is the process's.
   const recent = new LRUCache<string, IdempotencyRecord>({
     ttl: RECENT_RECORDS_TTL_MS,
-    maxSize: RECENT_RECORDS_BYTES,
-    sizeCalculation: (record) => record.response_body.length + record.idempotency_key.length + 200,
+    maxSize: deps.replayCacheBytes ?? RECENT_RECORDS_BYTES,
+    // A record larger than the whole bound is not cached (lru-cache refuses it); it is read again.
+    sizeCalculation: replayCacheEntryBytes,
   })
   const slotOf = (use: Pick<KeyUse, 'accountId' | 'key'>) => `${use.accountId}\n${use.key}`
 

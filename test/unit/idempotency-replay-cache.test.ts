@@ -1,0 +1,104 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import v8 from 'node:v8'
+import { runInNewContext } from 'node:vm'
+import { migrateToLatest } from '../../src/db/migrate.js'
+import { toTimestamp } from '../../src/lib/clock.js'
+import { randomBase62 } from '../../src/lib/ids.js'
+import {
+  createIdempotencyStore, type IdempotencyRecord, replayCacheEntryBytes,
+} from '../../src/modules/idempotency/store.js'
+import { openStore, type SqliteTestStore } from '../helpers/stores.js'
+
+/**
+ * The replay cache of src/modules/idempotency/store.ts is bounded in bytes of heap: its size estimate
+ * is an upper bound of what an entry really holds, and past the bound the oldest entries go.
+ */
+
+// A full collection between measurements, without starting the test process with --expose-gc.
+v8.setFlagsFromString('--expose-gc')
+const gc = runInNewContext('gc') as () => void
+const heapUsed = () => {
+  gc()
+  gc()
+  return process.memoryUsage().heapUsed
+}
+
+const NOW = new Date('2026-11-24T12:00:00.000Z')
+/** A payment's answer, about as long as the real one; `wide` makes it a two-byte string. */
+const body = (i: number, wide: boolean) => JSON.stringify({
+  id: `pay_${randomBase62(26)}`, object: 'payment', amount: i, currency: 'USD', status: 'succeeded',
+  description: wide ? `お茶を${i}杯` : `tea ${i}`, created_at: NOW.toISOString(), metadata: {},
+})
+
+/**
+ * A string as the server holds it: flat, decoded from bytes (a header, a hash's hex digest) or flattened
+ * when written to the database. A string built by `+` is a tree of pieces until it is read, larger than
+ * its characters, and would measure the test's own way of making strings.
+ */
+const flat = (text: string) => Buffer.from(text).toString()
+
+function record(accountId: string, i: number, wide = false): IdempotencyRecord {
+  return {
+    account_id: accountId,
+    // Made afresh, as a request's key is: no string shared between entries.
+    idempotency_key: flat(`${randomBase62(8)}-${i}-5f0c2a9e-3d1b-4c8e-9a57`),
+    fingerprint: flat(randomBase62(64)),
+    response_status: 201,
+    response_body: flat(body(i, wide)),
+    created_at: toTimestamp(NOW),
+    expires_at: toTimestamp(new Date(NOW.getTime() + 86_400_000)),
+  }
+}
+
+describe('the idempotency replay cache', () => {
+  let store: SqliteTestStore
+
+  before(async () => {
+    store = await openStore('sqlite')
+    await migrateToLatest(store.db)
+  })
+  after(async () => { await store.close() })
+
+  for (const wide of [false, true]) {
+    test(`an entry holds no more heap than its estimate (${wide ? 'two-byte' : 'one-byte'} bodies)`, () => {
+      const cache = createIdempotencyStore({ db: store.db, ttlSeconds: 86_400, replayCacheBytes: 1e12 })
+      const accountId = `acct_${randomBase62(26)}`
+      // Each record is made and handed over in turn, so that the cache alone holds it; what else the
+      // loop allocates is garbage by the second measurement.
+      let estimated = 0
+      const before = heapUsed()
+      for (let i = 0; i < 5_000; i++) {
+        const r = record(accountId, i, wide)
+        estimated += replayCacheEntryBytes(r)
+        cache.remember(r)
+      }
+      const held = heapUsed() - before
+      assert.ok(held <= estimated, `5,000 entries hold ${held} bytes, more than the ${estimated} estimated`)
+    })
+  }
+
+  test('past its bound the oldest entries go, and they are read from the database again', async () => {
+    const bound = 200_000
+    const cache = createIdempotencyStore({ db: store.db, ttlSeconds: 86_400, replayCacheBytes: bound })
+    const accountId = `acct_${randomBase62(26)}`
+    // Remembered only, never saved: find() answers them from the cache or not at all.
+    const records = Array.from({ length: 1_000 }, (_, i) => record(accountId, i))
+    for (const r of records) cache.remember(r)
+    const use = (r: IdempotencyRecord) => ({ accountId, key: r.idempotency_key, fingerprint: r.fingerprint, now: NOW })
+
+    const newest = records.at(-1)!
+    assert.deepEqual(await cache.find(use(newest)), newest)
+    assert.equal(await cache.find(use(records[0]!)), undefined)
+    // What is still cached fits the bound.
+    let kept = 0
+    let bytes = 0
+    for (const r of records) {
+      if (await cache.find(use(r)) === undefined) continue
+      kept++
+      bytes += replayCacheEntryBytes(r)
+    }
+    assert.ok(kept > 0 && kept < records.length, `${kept} of ${records.length} kept`)
+    assert.ok(bytes <= bound, `${bytes} bytes kept, over the ${bound} bound`)
+  })
+})
