@@ -3,13 +3,17 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { peakRssMb, processTree, startedAt } from './proc.js'
+import { SERVER_NODE_FLAGS } from '../bin/node-flags.js'
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 
 export interface RunningProcess {
   url: string
   pid: number
-  /** Peak resident set size so far, in MB (VmHWM). */
+  /** The process and its children alive now (node:cluster workers): each has its own heap and CPU. */
+  pids(): number[]
+  /** Peak resident set size so far, in MB (VmHWM), summed over pids(). */
   peakRssMb(): number
   stop(): Promise<void>
 }
@@ -18,7 +22,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /**
  * Starts a node process whose stdout goes to a file (the kernel writes it, the harness does not read
- * it), and resolves once a JSON line with `msg` and an `address` appears there.
+ * it), and resolves once a JSON line with `msg` and an `address` appears there (with WORKERS, the
+ * primary logs `wishpay listening` once every worker listens; its workers share its stdout).
  */
 export async function startProcess(args: string[], env: Record<string, string>, readyMsg: string): Promise<RunningProcess> {
   const logFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'wishpay-bench-')), 'stdout.log')
@@ -27,6 +32,7 @@ export async function startProcess(args: string[], env: Record<string, string>, 
   fs.closeSync(out)
   let exited = false
   child.on('exit', () => { exited = true })
+  const pid = child.pid!
   for (let waited = 0; waited < 60_000; waited += 50) {
     if (exited) throw new Error(`${args.join(' ')} exited early; see ${logFile}`)
     const ready = fs.readFileSync(logFile, 'utf8').split('\n')
@@ -36,22 +42,39 @@ export async function startProcess(args: string[], env: Record<string, string>, 
     if (ready) {
       return {
         url: ready.address!,
-        pid: child.pid!,
-        peakRssMb: () => {
-          const status = fs.readFileSync(`/proc/${child.pid}/status`, 'utf8')
-          return Math.round(Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024)
-        },
+        pid,
+        pids: () => processTree(pid),
+        peakRssMb: () => peakRssMb(processTree(pid)),
         stop: async () => {
+          const workers = processTree(pid).slice(1).map((worker) => ({ worker, started: startedAt(worker) }))
           if (!exited) {
             const gone = new Promise((resolve) => child.once('exit', resolve))
             child.kill('SIGTERM')
             await gone
+          }
+          // A worker its primary left behind would hold the port and the database's connections.
+          for (const { worker, started } of workers) {
+            // Only the same process: once its primary is gone, its pid may belong to someone else.
+            if (startedAt(worker) !== started) continue
+            try {
+              process.kill(worker, 'SIGKILL')
+            } catch {
+              // It ended between the check and the signal.
+            }
           }
           fs.rmSync(path.dirname(logFile), { recursive: true, force: true })
         },
       }
     }
     await sleep(50)
+  }
+  // Workers first: they are the primary's children only while it lives.
+  for (const worker of processTree(pid).slice(1)) {
+    try {
+      process.kill(worker, 'SIGKILL')
+    } catch {
+      // It ended meanwhile.
+    }
   }
   child.kill('SIGKILL')
   throw new Error(`${args.join(' ')} did not start; see ${logFile}`)
@@ -63,7 +86,7 @@ export async function startProcess(args: string[], env: Record<string, string>, 
  */
 export function startWishpay(env: Record<string, string>): Promise<RunningProcess> {
   if (!fs.existsSync(path.join(ROOT, 'dist/cli.js'))) throw new Error('dist/cli.js is missing: run `npm run build` (npm run bench does)')
-  return startProcess(['dist/cli.js', 'serve'], {
+  return startProcess([...SERVER_NODE_FLAGS, 'dist/cli.js', 'serve'], {
     PORT: '0',
     NODE_ENV: 'production',
     RATE_LIMIT_PER_SECOND: '1000000',

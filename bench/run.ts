@@ -1,17 +1,21 @@
 /**
  * `npm run bench [-- --quick]`: every scenario beside its floor, on SQLite and (with BENCH_DATABASE_URL
- * or TEST_DATABASE_URL) PostgreSQL. Prints a table and writes bench/results/<date>-<store>.json.
- * Timings are reported, never asserted.
+ * or TEST_DATABASE_URL) PostgreSQL, each through autocannon and through wrk. Prints a table and writes
+ * bench/results/<date>-<store>.json. Timings are reported, never asserted.
  */
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { paymentFloor } from './floors.js'
+import { pgbenchFloor, type PgbenchResult, pgbenchVersion } from './pgbench.js'
 import { ROOT, type RunningProcess, startHello, startWishpay } from './processes.js'
-import { load, type LoadResult, newPaymentBody } from './scenarios.js'
-import { seedBasics, seedWishes } from './seed.js'
+import { scale, type ScaleRow } from './scale.js'
+import { type Driven, drive, load, PAYMENT_BODY } from './scenarios.js'
+import { seedBasics, seedMandates, seedWishes } from './seed.js'
 import { seedPayments } from './seed-pages.js'
+import { cell, printTable } from './table.js'
+import { wrkVersion } from './wrk.js'
 import { migrateToLatest } from '../src/db/migrate.js'
 import { openStore, type TestStore } from '../test/helpers/stores.js'
 
@@ -24,48 +28,100 @@ const { values } = parseArgs({
     wishes: { type: 'string' },
     // Payments of the `pages` scenario's account (default 1,000,000; 20,000 with --quick).
     pages: { type: 'string' },
+    // pgbench's clients for the POST /payments floor on PostgreSQL (default: the load's 64 connections).
+    'pgbench-clients': { type: 'string' },
+    // Measured seconds of each scenario and floor (default 10; 1 with --quick), e.g. `--only scale --quick --duration 3`.
+    duration: { type: 'string' },
   },
 })
 const quick = values.quick
 const only = values.only?.split(',')
-const partial = quick || only !== undefined || values.wishes !== undefined || values.pages !== undefined
-const DURATION = quick ? 1 : 10
+const partial = quick || only !== undefined || values.wishes !== undefined || values.pages !== undefined || values['pgbench-clients'] !== undefined || values.duration !== undefined
+const DURATION = values.duration ? Number(values.duration) : quick ? 1 : 10
 const WARMUP = quick ? 1 : 3
 const CONNECTIONS = 64
+const PGBENCH_CLIENTS = values['pgbench-clients'] ? Number(values['pgbench-clients']) : CONNECTIONS
 const WISHES = values.wishes ? Number(values.wishes) : quick ? 10_000 : 1_000_000
 const PAGES = values.pages ? Number(values.pages) : quick ? 20_000 : 1_000_000
-const SCENARIOS = ['payments', 'replay', 'get', 'wishes', 'list', 'pages'] as const
-const runs = (scenario: (typeof SCENARIOS)[number]) => only === undefined || only.includes(scenario)
+// `scale` restarts the server three times and drives it six times: only when asked for, or in a full run.
+const SCENARIOS = ['payments', 'replay', 'get', 'wishes', 'list', 'pages', 'scale'] as const
+const runs = (scenario: (typeof SCENARIOS)[number]) => (only === undefined ? scenario !== 'scale' || !quick : only.includes(scenario))
 if (only?.some((s) => !(SCENARIOS as readonly string[]).includes(s))) throw new Error(`--only takes ${SCENARIOS.join(',')}`)
+const SCALE_MANDATES = 64
+const SCALE_WORKERS = [1, 2, 4]
+
+const [WRK, PGBENCH] = await Promise.all([wrkVersion(), pgbenchVersion()])
 
 interface Row {
   scenario: string
+  /** autocannon */
   requestsPerSecond: number
   p50: number
   p99: number
   errors: number
+  /** wrk (null when it is not installed) */
+  wrkRequestsPerSecond: number | null
+  wrkP50: number | null
+  wrkP99: number | null
+  wrkErrors: number | null
   peakRssMb: number
   floor: string
   floorRequestsPerSecond: number | null
   ratio: number | null
+  /** A second floor where there is one: POST /payments on PostgreSQL keeps the node-pg floor here. */
+  floor2: string | null
+  floor2RequestsPerSecond: number | null
+  ratio2: number | null
+  /** The machine's 1-minute load average when the row was measured: the figures move with it. */
+  load1: number
 }
 
-function row(scenario: string, result: LoadResult, server: RunningProcess, floor: string, floorRps: number | null): Row {
+interface Floor {
+  label: string
+  requestsPerSecond: number | null
+}
+
+const ratio = (rps: number, floor: Floor | undefined) => (floor?.requestsPerSecond ? Math.round((rps / floor.requestsPerSecond) * 100) / 100 : null)
+
+function row(scenario: string, result: Driven, server: RunningProcess, floor: Floor | null, floor2?: Floor): Row {
+  const rps = result.autocannon.requestsPerSecond
   return {
     scenario,
-    requestsPerSecond: Math.round(result.requestsPerSecond),
-    p50: result.p50,
-    p99: result.p99,
-    errors: result.errors,
+    requestsPerSecond: Math.round(rps),
+    p50: result.autocannon.p50,
+    p99: result.autocannon.p99,
+    errors: result.autocannon.errors,
+    wrkRequestsPerSecond: result.wrk ? Math.round(result.wrk.requestsPerSecond) : null,
+    wrkP50: result.wrk?.p50 ?? null,
+    wrkP99: result.wrk?.p99 ?? null,
+    wrkErrors: result.wrk?.errors ?? null,
     peakRssMb: server.peakRssMb(),
-    floor,
-    floorRequestsPerSecond: floorRps === null ? null : Math.round(floorRps),
-    ratio: floorRps ? Math.round((result.requestsPerSecond / floorRps) * 100) / 100 : null,
+    floor: floor?.label ?? 'p50/p99 only',
+    floorRequestsPerSecond: floor?.requestsPerSecond == null ? null : Math.round(floor.requestsPerSecond),
+    ratio: ratio(rps, floor ?? undefined),
+    floor2: floor2?.label ?? null,
+    floor2RequestsPerSecond: floor2?.requestsPerSecond == null ? null : Math.round(floor2.requestsPerSecond),
+    ratio2: ratio(rps, floor2),
+    load1: os.loadavg()[0]!,
   }
 }
 
-async function runStore(store: TestStore): Promise<Row[]> {
+function pgbenchLabel(result: PgbenchResult): Floor {
+  if (!result.ok) return { label: result.reason, requestsPerSecond: null }
+  return { label: `pgbench, same SQL, ${PGBENCH_CLIENTS} clients, -M prepared`, requestsPerSecond: result.requestsPerSecond }
+}
+
+interface StoreResult {
+  rows: Row[]
+  notes: string[]
+  scale: ScaleRow[] | null
+  /** Why `scale` did not run on this store, when it was asked for. */
+  scaleSkipped: string | null
+}
+
+async function runStore(store: TestStore): Promise<StoreResult> {
   const rows: Row[] = []
+  const notes: string[] = []
   const seed = await seedBasics(store)
   if (runs('list')) {
     process.stderr.write(`[${store.name}] seeding ${WISHES} wishes…\n`)
@@ -75,81 +131,137 @@ async function runStore(store: TestStore): Promise<Row[]> {
 
   // The floors run alone, before the service starts, so neither slows the other.
   process.stderr.write(`[${store.name}] floors…\n`)
-  const dbFloor = runs('payments') ? await paymentFloor(store, seed, DURATION * 1000, CONNECTIONS) : undefined
-  const hello = await startHello()
-  const helloLoad = { url: hello.url, connections: CONNECTIONS, durationSeconds: DURATION, warmupSeconds: WARMUP }
-  const helloGet = runs('get') ? await load({ ...helloLoad, path: '/payments/x' }) : undefined
-  const helloPost = runs('replay') || runs('wishes') ? await load({ ...helloLoad, path: '/wishes', method: 'POST', body: () => ({ query: 'x' }) }) : undefined
-  await hello.stop()
+  const base = { connections: CONNECTIONS, durationSeconds: DURATION, warmupSeconds: WARMUP }
+  let paymentFloors: { first: Floor, second?: Floor } | undefined
+  if (runs('payments')) {
+    const driver = await paymentFloor(store, seed, DURATION * 1000, CONNECTIONS)
+    if (store.name === 'sqlite') {
+      paymentFloors = { first: { label: 'database work, no HTTP', requestsPerSecond: driver.requestsPerSecond } }
+    } else {
+      const pgbench = await pgbenchFloor(store, seed, DURATION, PGBENCH_CLIENTS)
+      if (pgbench.ok) {
+        notes.push(`pgbench: ${pgbench.transactions} payments, latency average ${pgbench.latencyMs} ms; the mandate's budget has ${pgbench.budgetLeft.toLocaleString('en-US')} of 1,000,000,000,000 left`)
+      }
+      paymentFloors = { first: pgbenchLabel(pgbench), second: { label: 'node-pg, pool of 10, six round trips', requestsPerSecond: driver.requestsPerSecond } }
+      notes.push('floor 2 of POST /payments: node-pg running the same four statements in one transaction (begin, four, commit: six round trips) through a pool of 10, the service\'s size')
+    }
+  }
+  const helloServer = runs('get') || runs('replay') || runs('wishes') ? await startHello() : undefined
+  const helloFloors: { get?: Floor, post?: Floor } = {}
+  if (helloServer) {
+    const hello = { ...base, url: helloServer.url }
+    if (runs('get')) helloFloors.get = { label: 'hello-world GET', requestsPerSecond: (await load({ ...hello, path: '/payments/x' })).requestsPerSecond }
+    if (runs('replay') || runs('wishes')) {
+      helloFloors.post = { label: 'hello-world POST', requestsPerSecond: (await load({ ...hello, path: '/wishes', method: 'POST', body: '{"query":"x"}' })).requestsPerSecond }
+    }
+    await helloServer.stop()
+  }
 
-  const server = await startWishpay(store.env)
+  const main = SCENARIOS.filter((s) => s !== 'scale').some(runs)
+  const server = main ? await startWishpay(store.env) : undefined
   try {
-    const base = { url: server.url, key: seed.key, connections: CONNECTIONS, durationSeconds: DURATION, warmupSeconds: WARMUP }
-    process.stderr.write(`[${store.name}] scenarios…\n`)
-    if (dbFloor) {
-      const pay = await load({ ...base, path: '/payments', method: 'POST', body: newPaymentBody(seed.mandateId) })
-      rows.push(row('POST /payments (new key each)', pay, server, 'database work, no HTTP', dbFloor.requestsPerSecond))
-    }
-    if (runs('replay')) {
-      const replayBody = { mandate_id: seed.mandateId, amount: 1, idempotency_key: 'bench-replay' }
-      const replay = await load({ ...base, path: '/payments', method: 'POST', body: () => replayBody })
-      rows.push(row('POST /payments (replay one key)', replay, server, 'hello-world POST', helloPost!.requestsPerSecond))
-    }
-    if (helloGet) {
-      const get = await load({ ...base, path: `/payments/${seed.paymentId}` })
-      rows.push(row('GET /payments/:id', get, server, 'hello-world GET', helloGet.requestsPerSecond))
-    }
-    if (runs('wishes')) {
-      const wish = await load({ ...base, path: '/wishes', method: 'POST', body: () => ({ query: 'a bench wish' }) })
-      rows.push(row('POST /wishes', wish, server, 'hello-world POST', helloPost!.requestsPerSecond))
-    }
-    if (runs('list')) {
-      const first = await load({ ...base, path: '/wishes?status=active&limit=10' })
-      rows.push(row(`GET /wishes?status=active&limit=10 (${WISHES} rows)`, first, server, 'p50/p99 only', null))
-      const deep = WISHES >= 1_000_000 ? 900_000 : Math.floor(WISHES * 0.9)
-      const far = await load({ ...base, path: `/wishes?status=active&limit=10&offset=${deep}` })
-      rows.push(row(`… same at offset=${deep}`, far, server, 'p50/p99 only', null))
-    }
-    if (pages) {
-      // Cursor pagination (issue 16): the page at 90 % of the account's payments, by cursor and by offset,
-      // beside the first page. --quick only runs the cursor page, to check that the code path works. At 4
-      // connections: every answer counts meta.total over the account's payments (docs/performance.md), and
-      // at 64 all three scenarios queue past autocannon's 10 s timeout, which would compare nothing.
-      const list = { ...base, key: pages.key, connections: 4 }
-      const deep = Math.floor(pages.count * 0.9)
-      const label = `GET /payments?limit=10 (${pages.count} rows, 4 connections)`
-      if (!quick) rows.push(row(label, await load({ ...list, path: '/payments?limit=10' }), server, 'p50/p99 only', null))
-      const cursor = await load({ ...list, path: `/payments?limit=10&starting_after=${pages.idAt(deep - 1)}` })
-      rows.push(row(quick ? `${label} by cursor at ${deep}` : `… same by starting_after at ${deep}`, cursor, server, 'p50/p99 only', null))
-      if (!quick) rows.push(row(`… same at offset=${deep}`, await load({ ...list, path: `/payments?limit=10&offset=${deep}` }), server, 'p50/p99 only', null))
+    if (server) {
+      const service = { ...base, url: server.url, key: seed.key }
+      const withWrk = WRK !== null
+      process.stderr.write(`[${store.name}] scenarios…\n`)
+      if (paymentFloors) {
+        const pay = await drive({ ...service, path: '/payments', method: 'POST', body: PAYMENT_BODY, mandates: [seed.mandateId] }, withWrk)
+        rows.push(row('POST /payments (new key each)', pay, server, paymentFloors.first, paymentFloors.second))
+      }
+      if (runs('replay')) {
+        const replayBody = JSON.stringify({ mandate_id: seed.mandateId, amount: 1, idempotency_key: 'bench-replay' })
+        const replay = await drive({ ...service, path: '/payments', method: 'POST', body: replayBody }, withWrk)
+        rows.push(row('POST /payments (replay one key)', replay, server, helloFloors.post!))
+      }
+      if (runs('get')) {
+        const get = await drive({ ...service, path: `/payments/${seed.paymentId}` }, withWrk)
+        rows.push(row('GET /payments/:id', get, server, helloFloors.get!))
+      }
+      if (runs('wishes')) {
+        const wish = await drive({ ...service, path: '/wishes', method: 'POST', body: '{"query":"a bench wish"}' }, withWrk)
+        rows.push(row('POST /wishes', wish, server, helloFloors.post!))
+      }
+      if (runs('list')) {
+        const first = await drive({ ...service, path: '/wishes?status=active&limit=10' }, withWrk)
+        rows.push(row(`GET /wishes?status=active&limit=10 (${WISHES} rows)`, first, server, null))
+        const deep = WISHES >= 1_000_000 ? 900_000 : Math.floor(WISHES * 0.9)
+        const far = await drive({ ...service, path: `/wishes?status=active&limit=10&offset=${deep}` }, withWrk)
+        rows.push(row(`… same at offset=${deep}`, far, server, null))
+      }
+      if (pages) {
+        // Cursor pagination (issue 16): the page at 90 % of the account's payments, by cursor and by offset,
+        // beside the first page. --quick only runs the cursor page, to check that the code path works. At 4
+        // connections: every answer counts meta.total over the account's payments (docs/performance.md), and
+        // at 64 all three scenarios queue past autocannon's 10 s timeout, which would compare nothing.
+        const list = { ...service, key: pages.key, connections: 4 }
+        const deep = Math.floor(pages.count * 0.9)
+        const label = `GET /payments?limit=10 (${pages.count} rows, 4 connections)`
+        if (!quick) rows.push(row(label, await drive({ ...list, path: '/payments?limit=10' }, withWrk), server, null))
+        const cursor = await drive({ ...list, path: `/payments?limit=10&starting_after=${pages.idAt(deep - 1)}` }, withWrk)
+        rows.push(row(quick ? `${label} by cursor at ${deep}` : `… same by starting_after at ${deep}`, cursor, server, null))
+        if (!quick) rows.push(row(`… same at offset=${deep}`, await drive({ ...list, path: `/payments?limit=10&offset=${deep}` }, withWrk), server, null))
+      }
     }
   } finally {
-    await server.stop()
+    await server?.stop()
   }
-  return rows
+
+  let scaleRows: ScaleRow[] | null = null
+  let scaleSkipped: string | null = null
+  if (runs('scale')) {
+    if (store.name === 'sqlite') {
+      scaleSkipped = 'scale: skipped on SQLite (WORKERS needs PostgreSQL: the embedded store is served by one process)'
+    } else {
+      const mandates = await seedMandates(store, seed.accountId, SCALE_MANDATES)
+      scaleRows = await scale(store, seed, mandates, { workerCounts: SCALE_WORKERS, connections: CONNECTIONS, durationSeconds: DURATION, warmupSeconds: WARMUP, withWrk: WRK !== null })
+    }
+  }
+  return { rows, notes, scale: scaleRows, scaleSkipped }
 }
 
-function print(store: string, rows: Row[]): void {
-  const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'peak RSS MB', 'floor', 'floor req/s', 'ratio']
-  const lines = rows.map((r) => [r.scenario, r.requestsPerSecond, r.p50, r.p99, r.errors, r.peakRssMb, r.floor, r.floorRequestsPerSecond ?? '', r.ratio ?? ''].map(String))
-  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)))
-  const format = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`
-  process.stdout.write(`\n${store}${partial ? ' (partial run, not written)' : ''}\n${format(header)}\n|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|\n${lines.map(format).join('\n')}\n`)
+function print(store: string, result: StoreResult): void {
+  const title = `${store}${partial ? ' (partial run, not written)' : ''}`
+  const loads = [...result.rows, ...(result.scale ?? [])].map((r) => r.load1)
+  const loadNote = loads.length > 0 ? [`load average (1 min) while measuring: ${Math.min(...loads).toFixed(2)}-${Math.max(...loads).toFixed(2)} on ${os.cpus().length} cores`] : []
+  const wrkNote = WRK ? [] : ['wrk not found: wrk columns n/a (Debian: apt-get install wrk)']
+  if (result.rows.length > 0) {
+    printTable(title,
+      ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'wrk req/s', 'wrk p99 ms', 'wrk errors', 'peak RSS MB', 'floor', 'floor req/s', 'ratio', 'floor 2 req/s', 'ratio 2'],
+      result.rows.map((r) => [
+        r.scenario, cell(r.requestsPerSecond), cell(r.p50), cell(r.p99), cell(r.errors),
+        cell(r.wrkRequestsPerSecond, 'n/a'), cell(r.wrkP99, 'n/a'), cell(r.wrkErrors, 'n/a'), cell(r.peakRssMb),
+        r.floor, cell(r.floorRequestsPerSecond), cell(r.ratio), cell(r.floor2RequestsPerSecond), cell(r.ratio2),
+      ]),
+      [...result.notes, ...wrkNote, ...loadNote])
+  }
+  if (result.scale) {
+    printTable(`${title}: scale-out, POST /payments, ${CONNECTIONS} connections`,
+      ['shape', 'WORKERS', 'processes', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'wrk req/s', 'wrk p99 ms', 'wrk errors',
+        'committed', 'server CPU ms/payment', 'postgres CPU ms/payment', 'autocannon CPU ms/payment', 'cores busy', 'peak RSS MB (sum)', 'load 1 min'],
+      result.scale.map((r) => [
+        r.shape, cell(r.workers), cell(r.processes), cell(r.requestsPerSecond), cell(r.p50), cell(r.p99), cell(r.errors),
+        cell(r.wrk ? Math.round(r.wrk.requestsPerSecond) : null, 'n/a'), cell(r.wrk?.p99, 'n/a'), cell(r.wrk?.errors, 'n/a'),
+        cell(r.paymentsCommitted), cell(r.serverCpuMs), cell(r.postgresCpuMs), cell(r.generatorCpuMs), cell(r.coresBusy), cell(r.peakRssMb), r.load1.toFixed(2),
+      ]),
+      ['CPU over autocannon\'s measured seconds, per payment the database committed in them (`committed`): the server\'s processes (primary and workers), PostgreSQL\'s backends of this server and its background processes, and the harness (autocannon); cores busy is their sum per second of the run'])
+  }
+  if (result.scaleSkipped) process.stdout.write(`\n${result.scaleSkipped}\n`)
 }
 
 const postgresUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL
 const kinds: ('sqlite' | 'postgres')[] = values.store ? [values.store as 'sqlite' | 'postgres'] : ['sqlite', ...(postgresUrl ? ['postgres' as const] : [])]
-const machine = { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? 'unknown', memoryGb: Math.round(os.totalmem() / 2 ** 30), node: process.version }
+const machine = { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? 'unknown', memoryGb: Math.round(os.totalmem() / 2 ** 30), node: process.version, wrk: WRK, pgbench: PGBENCH }
 for (const kind of kinds) {
   // A fresh store per run, as the tests use; seeding in bulk takes longer than the serving query bound.
   const store = await openStore(kind, { postgresUrl, queryTimeoutMs: 0 })
   try {
     await migrateToLatest(store.db)
-    const rows = await runStore(store)
-    print(kind, rows)
+    const result = await runStore(store)
+    print(kind, result)
     if (!partial) {
       const file = path.join(ROOT, 'bench/results', `${new Date().toISOString().slice(0, 10)}-${kind}.json`)
-      fs.writeFileSync(file, `${JSON.stringify({ date: new Date().toISOString(), store: kind, machine, durationSeconds: DURATION, connections: CONNECTIONS, rows }, null, 2)}\n`)
+      const written = { date: new Date().toISOString(), store: kind, machine, durationSeconds: DURATION, connections: CONNECTIONS, rows: result.rows, ...(result.scale ? { scale: result.scale } : {}), notes: result.notes }
+      fs.writeFileSync(file, `${JSON.stringify(written, null, 2)}\n`)
       process.stdout.write(`written ${path.relative(ROOT, file)}\n`)
     }
   } finally {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import autocannon, { type Request } from 'autocannon'
+import { wrk, type WrkResult } from './wrk.js'
 
 export interface LoadResult {
   requestsPerSecond: number
@@ -9,17 +10,26 @@ export interface LoadResult {
   requests: number
 }
 
+/** What both load generators are given, so that autocannon and wrk send the same requests. */
 export interface LoadOptions {
   url: string
   path: string
   method?: 'GET' | 'POST'
   key?: string
-  body?: () => Record<string, unknown>
+  /**
+   * The JSON body. `__KEY__` in it becomes a key no other request uses, `__MANDATE__` the next of
+   * `mandates` (round robin): autocannon here, wrk in bench/wrk.lua.
+   */
+  body?: string
+  mandates?: string[]
   connections: number
   durationSeconds: number
   /** Seconds of the same load first, not measured, so the JIT and caches are warm. */
   warmupSeconds?: number
 }
+
+/** A new payment each request: a new idempotency key, against the given mandates in turn. */
+export const PAYMENT_BODY = '{"mandate_id":"__MANDATE__","amount":1,"idempotency_key":"__KEY__"}'
 
 /** Runs autocannon against one route; every non-2xx answer or socket error counts as an error. */
 export async function load(options: LoadOptions): Promise<LoadResult> {
@@ -27,10 +37,17 @@ export async function load(options: LoadOptions): Promise<LoadResult> {
   return measure(options)
 }
 
+function bodyMaker(template: string, mandates: readonly string[]): (() => string) | null {
+  if (!template.includes('__KEY__') && !template.includes('__MANDATE__')) return null
+  let next = 0
+  return () => template.replaceAll('__KEY__', randomUUID()).replaceAll('__MANDATE__', mandates[next++ % mandates.length] ?? '')
+}
+
 async function measure(options: LoadOptions): Promise<LoadResult> {
   const headers: Record<string, string> = { 'content-type': 'application/json' }
   if (options.key) headers.authorization = `Bearer ${options.key}`
-  const makeBody = options.body
+  // A body without a per-request part is sent as is (no work per request in the load generator).
+  const makeBody = options.body === undefined ? null : bodyMaker(options.body, options.mandates ?? [])
   const result = await autocannon({
     url: options.url,
     connections: options.connections,
@@ -39,7 +56,7 @@ async function measure(options: LoadOptions): Promise<LoadResult> {
       method: options.method ?? 'GET',
       path: options.path,
       headers,
-      ...(makeBody ? { setupRequest: (request: Request): Request => ({ ...request, body: JSON.stringify(makeBody()) }) } : {}),
+      ...(makeBody ? { setupRequest: (request: Request): Request => ({ ...request, body: makeBody() }) } : options.body !== undefined ? { body: options.body } : {}),
     }],
   })
   return {
@@ -51,4 +68,14 @@ async function measure(options: LoadOptions): Promise<LoadResult> {
   }
 }
 
-export const newPaymentBody = (mandateId: string) => () => ({ mandate_id: mandateId, amount: 1, idempotency_key: randomUUID() })
+export interface Driven {
+  autocannon: LoadResult
+  /** null when wrk is not installed. */
+  wrk: WrkResult | null
+}
+
+/** The same load through autocannon, then through wrk (each with its warm-up). */
+export async function drive(options: LoadOptions, withWrk: boolean): Promise<Driven> {
+  const autocannonResult = await load(options)
+  return { autocannon: autocannonResult, wrk: withWrk ? await wrk(options) : null }
+}

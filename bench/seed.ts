@@ -13,17 +13,37 @@ export interface Seed {
   paymentId: string
 }
 
+/**
+ * A mandate no run can exhaust: 1e12 of budget at 1 a payment (a run makes tens of thousands; the
+ * pgbench floor checks what is left), multi-use, 30 days.
+ */
+const unboundedMandate = () => ({
+  protocol: 'ap2', max_amount: 1_000_000, budget_amount: 1e12, usage: 'multi_use', currency: 'USD',
+  expires_at: new Date(Date.now() + 30 * 86_400_000).toISOString(),
+}) as const
+
 /** An account with a write key, a mandate no run can exhaust, and one payment to read. */
 export async function seedBasics(store: TestStore): Promise<Seed> {
   const services = createServices({ config: loadConfig({}), db: store.db, clock: systemClock })
   const created = await services.accounts.createKey(`bench-${Date.now()}`, 'write')
   const ctx = { accountId: created.account_id, requestId: null }
-  const mandate = await services.mandates.create(ctx, {
-    protocol: 'ap2', max_amount: 1_000_000, budget_amount: 1e12, usage: 'multi_use', currency: 'USD',
-    expires_at: new Date(Date.now() + 30 * 86_400_000).toISOString(),
-  })
+  const mandate = await services.mandates.create(ctx, unboundedMandate())
   const payment = await services.payments.create(ctx, { mandate_id: mandate.id, amount: 100, currency: 'USD', payment_method: 'card' })
   return { key: created.key, accountId: created.account_id, mandateId: mandate.id, paymentId: payment.id }
+}
+
+/**
+ * `count` more mandates of the account, each as unbounded as seedBasics' one: the `scale` scenario
+ * spreads payments over them, so that no one mandate's row lock serialises them.
+ */
+export async function seedMandates(store: TestStore, accountId: string, count: number): Promise<string[]> {
+  const services = createServices({ config: loadConfig({}), db: store.db, clock: systemClock })
+  const ctx = { accountId, requestId: null }
+  const ids: string[] = []
+  for (let i = 0; i < count; i++) {
+    ids.push((await services.mandates.create(ctx, unboundedMandate())).id)
+  }
+  return ids
 }
 
 /** Rows per transaction (SQLite) or statement (PostgreSQL): progress is shown between them. */
