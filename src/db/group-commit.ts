@@ -98,6 +98,9 @@ export function createGroupCommit(db: Pick<Database, 'kysely'> & { sqlite: Sqlit
       await batch.exclusive(() => {
         group = queue.splice(0, maxGroup)
         if (group.length > 0) runGroup(group)
+        // The group's COMMIT in the same turn, as before the durable batch: handing it to the flusher
+        // put every read already queued for the connection between the pieces and their fsync.
+        batch.commit()
       })
     } catch (error) {
       // No connection (the database is closing): nothing queued can run.
