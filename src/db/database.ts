@@ -38,6 +38,15 @@ export interface SqliteHandle extends StatementCache {
   readonly batch: DurableBatch
 }
 
+/** The PostgreSQL pool, for what Kysely cannot express (db/statement-batch.ts). */
+export interface PostgresHandle {
+  /**
+   * Sends statements without parameters as one simple query: PostgreSQL runs them in one implicit
+   * transaction, all or none, in one round trip. Resolves with each statement's rows, in order.
+   */
+  script(text: string): Promise<Array<{ rows: unknown[] }>>
+}
+
 export interface Database {
   readonly kysely: Kysely<DatabaseSchema>
   readonly dialect: DialectName
@@ -48,6 +57,8 @@ export interface Database {
   readonly singleProcess: boolean
   /** Set for the SQLite store only. */
   readonly sqlite?: SqliteHandle
+  /** Set for PostgreSQL only. */
+  readonly postgres?: PostgresHandle
   poolStats(): PoolStats
   /** Throws when the database does not answer. */
   ping(): Promise<void>
@@ -183,6 +194,12 @@ function openPostgres(url: string, options: DatabaseOptions): Database {
     kysely,
     dialect: 'postgres',
     singleProcess: false,
+    postgres: {
+      script: async (text) => {
+        const results: pg.QueryResult | pg.QueryResult[] = await pool.query(text)
+        return Array.isArray(results) ? results : [results]
+      },
+    },
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     ping: async () => { await sql`select 1`.execute(kysely) },
     close: () => kysely.destroy(),

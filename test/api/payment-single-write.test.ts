@@ -1,12 +1,15 @@
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
+import { sql } from 'kysely'
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.js'
 import { createMandate, getMandate, inFuture } from '../helpers/fixtures.js'
 import { pendingAnswer } from '../helpers/idempotency.js'
 import { storeKinds } from '../helpers/stores.js'
 import { toTimestamp } from '../../src/lib/clock.js'
 import * as mandates from '../../src/modules/mandates/repository.js'
+import { createSandboxProcessor } from '../../src/modules/payments/processors/sandbox.js'
+import { createSingleWrite } from '../../src/modules/payments/single-write.js'
 import type { CreatePaymentInput, Payment } from '../../src/modules/payments/schemas.js'
 
 /**
@@ -86,6 +89,35 @@ for (const kind of storeKinds()) {
         assert.equal(answered.status, method === 'card' ? 'succeeded' : 'pending')
       })
     }
+
+    test('written together (one transaction on PostgreSQL, statements sent as one) or one by one: the same rows', async () => {
+      // One batch in flight at a time, so that what arrives meanwhile is certainly grouped.
+      const grouped = createSingleWrite({ db: t.store.db, clock: t.clock, processor: createSandboxProcessor({ settlementDelayMs: 1000 }) }, { maxInFlight: 1 })
+      const together = await accountWithEndpoint()
+      const oneByOne = await accountWithEndpoint()
+      const m1 = await createMandate(t, together, { usage: 'multi_use', budget_amount: 10_000, max_amount: 500 })
+      const m2 = await createMandate(t, oneByOne, { usage: 'multi_use', budget_amount: 10_000, max_amount: 500 })
+      const input = (i: number) => ({ amount: 100 + i, payment_method: i % 2 === 0 ? 'card' : 'bank_transfer', metadata: { note: `it's "${i}" \\ €` } })
+      const write = (a: TestAccount, mandateId: string, i: number) => grouped({ accountId: a.id, requestId: 'req_single' }, { currency: 'USD', mandate_id: mandateId, ...input(i) } as CreatePaymentInput, pendingAnswer(t, a, `key-${i}`))
+      const records = await Promise.all(Array.from({ length: 12 }, (_, i) => write(together, m1.id, i)))
+      for (let i = 0; i < 12; i++) await write(oneByOne, m2.id, i)
+      assert.ok(records.every((r) => r !== undefined), 'every payment was taken')
+
+      const byAmount = <T extends { amount: number }>(rows: T[]) => [...rows].sort((x, y) => x.amount - y.amount)
+      const mine = await footprint(together, m1.id)
+      const theirs = await footprint(oneByOne, m2.id)
+      assert.deepEqual(byAmount(mine.payments).map((p) => ({ ...p, account_id: '', mandate_id: '' })), byAmount(theirs.payments).map((p) => ({ ...p, account_id: '', mandate_id: '' })))
+      assert.deepEqual([...mine.events].sort((x, y) => x.type.localeCompare(y.type) || x.object.localeCompare(y.object)), [...theirs.events].sort((x, y) => x.type.localeCompare(y.type) || x.object.localeCompare(y.object)))
+      assert.deepEqual(mine.jobs, theirs.jobs)
+      assert.deepEqual(mine.mandate, theirs.mandate)
+      assert.equal(mine.keys, 12)
+      if (kind.name === 'postgres') {
+        // xmin: the transaction that wrote the row. Grouped, twelve payments took fewer transactions.
+        const tx = async (a: TestAccount) => new Set((await sql<{ tx: string }>`select xmin::text as tx from payments where account_id = ${a.id}`.execute(db())).rows.map((r) => r.tx)).size
+        assert.ok(await tx(together) < 12, 'some payments shared a transaction')
+        assert.equal(await tx(oneByOne), 12)
+      }
+    })
 
     test('leaves to the general path, having written nothing: every refusal, a declined charge, a used single-use mandate', async () => {
       const a = await accountWithEndpoint()

@@ -1,6 +1,7 @@
 import type { Database } from '../../db/database.js'
 import { byStore } from '../../db/dialect.js'
 import { createGroupCommit } from '../../db/group-commit.js'
+import { createStatementBatch, type StatementBatchOptions } from '../../db/statement-batch.js'
 import type { Clock } from '../../lib/clock.js'
 import type { RequestContext } from '../../lib/request-context.js'
 import * as records from '../idempotency/repository.js'
@@ -48,26 +49,33 @@ function oneWritePlan(planned: Planned, mandate: mandates.MandateRow | undefined
   }
 }
 
-export function createSingleWrite(deps: { db: Database, clock: Clock, processor: Processor }): CreateInOneWrite {
+/** `batch`: how PostgreSQL groups the statements (tests make groups certain with one in flight). */
+export function createSingleWrite(deps: { db: Database, clock: Clock, processor: Processor }, batchOptions?: StatementBatchOptions): CreateInOneWrite {
   const { db, clock, processor } = deps
   const kysely = db.kysely
   const answerOf = (plan: PaymentPlan, pending: PendingAnswer) => pending.record(201, { data: plan.response })
 
-  /** PostgreSQL: one read (mandate and endpoints), then the plan as one statement. */
-  const statementWrite = (): CreateInOneWrite => async (ctx, body, pending) => {
-    const input = plainInput(body)
-    if (!input) return undefined
-    const { mandate, endpoints } = await repo.readForPayment(kysely, ctx.accountId, input.mandate_id)
-    const plan = oneWritePlan(planPayment({ ctx, input, mandate, endpoints, processor, now: clock.now() }), mandate)
-    if (!plan) return undefined
-    const record = answerOf(plan, pending)
-    try {
-      const { saved } = await repo.writePlanStatement(kysely, plan, record).execute(kysely).then((r) => r.rows[0]!)
-      return Number(saved) === 1 ? record : undefined
-    } catch (error) {
-      // The key was finished by another process since the replay check: the general path replays it.
-      if (records.keyTaken(error)) return undefined
-      throw error
+  /**
+   * PostgreSQL: one read (mandate and endpoints), then the plan as one statement, committed with the
+   * statements of other payments submitted at the same time (db/statement-batch.ts).
+   */
+  const statementWrite = (): CreateInOneWrite => {
+    const batch = createStatementBatch({ kysely, postgres: db.postgres! }, batchOptions)
+    return async (ctx, body, pending) => {
+      const input = plainInput(body)
+      if (!input) return undefined
+      const { mandate, endpoints } = await repo.readForPayment(kysely, ctx.accountId, input.mandate_id)
+      const plan = oneWritePlan(planPayment({ ctx, input, mandate, endpoints, processor, now: clock.now() }), mandate)
+      if (!plan) return undefined
+      const record = answerOf(plan, pending)
+      try {
+        const { saved } = await batch.run(repo.writePlanStatement(kysely, plan, record), input.mandate_id).then((r) => r.rows[0]!)
+        return Number(saved) === 1 ? record : undefined
+      } catch (error) {
+        // The key was finished by another process since the replay check: the general path replays it.
+        if (records.keyTaken(error)) return undefined
+        throw error
+      }
     }
   }
 

@@ -1,0 +1,114 @@
+import { createQueryId, type Kysely, PostgresQueryCompiler, type QueryResult, type RawBuilder } from 'kysely'
+import type { PostgresHandle } from './database.js'
+import type { DatabaseSchema } from './schema.js'
+
+/** Runs a statement, as its own transaction or in one shared with statements submitted at the same time. */
+export interface StatementBatch {
+  /**
+   * Resolves with the statement's result once it is committed. `lockKey` names the row the statement
+   * locks first (a mandate): a shared transaction runs its statements in the order of these keys, so two
+   * of them always lock rows in the same order and never deadlock each other.
+   */
+  run<R>(statement: RawBuilder<R>, lockKey: string): Promise<QueryResult<R>>
+}
+
+export interface StatementBatchOptions {
+  /** Statements in one transaction at most. */
+  maxBatch?: number
+  /** Transactions of this batch open at once at most (each holds a pooled connection). */
+  maxInFlight?: number
+}
+
+interface Pending {
+  statement: RawBuilder<unknown>
+  lockKey: string
+  resolve(result: QueryResult<unknown>): void
+  reject(error: unknown): void
+}
+
+/**
+ * Compiles with every value written into the text as a literal (Kysely's own literal syntax: quotes
+ * doubled, which is exact under PostgreSQL's default standard_conforming_strings), because a simple
+ * query, the only way to send several statements in one round trip, takes no parameters.
+ */
+class InlineValuesCompiler extends PostgresQueryCompiler {
+  protected override appendValue(value: unknown): void {
+    this.appendImmediateValue(value)
+  }
+}
+
+function inlined(statement: RawBuilder<unknown>): string {
+  return new InlineValuesCompiler().compileQuery(statement.toOperationNode(), createQueryId()).sql
+}
+
+/**
+ * Group commit for PostgreSQL: statements submitted while the batch's transactions are busy wait, then
+ * go together as one simple query, which PostgreSQL runs as one transaction: one round trip and one WAL
+ * flush for all of them. Statements that update the same row (payments on one mandate) are serialised
+ * by its lock until their commit; sharing a commit is what lets several of them through per WAL flush,
+ * which `commit_delay` cannot do for transactions that wait on each other's row lock. In one round trip,
+ * too, the lock is held only while PostgreSQL works: a transaction of several round trips would hold it
+ * while the answer to each waited for a busy event loop.
+ *
+ * A statement is atomic, and so is the transaction: if any statement of a shared transaction fails, it
+ * rolls back whole and every statement of it runs again alone, so each caller gets its own statement's
+ * outcome, and nothing is committed twice (a statement that depends on being new, an idempotency
+ * record, finds itself already taken if a lost COMMIT acknowledgement did commit).
+ */
+export function createStatementBatch(
+  db: { kysely: Kysely<DatabaseSchema>, postgres: PostgresHandle },
+  options: StatementBatchOptions = {},
+): StatementBatch {
+  const { kysely, postgres } = db
+  const maxBatch = options.maxBatch ?? 64
+  const maxInFlight = options.maxInFlight ?? 4
+  const queue: Pending[] = []
+  let inFlight = 0
+  let scheduled = false
+
+  function runAlone(item: Pending): Promise<void> {
+    return item.statement.execute(kysely).then(item.resolve, item.reject)
+  }
+
+  async function runShared(items: Pending[]): Promise<void> {
+    // Stable: statements on the same row keep their order of arrival.
+    items.sort((a, b) => (a.lockKey < b.lockKey ? -1 : a.lockKey > b.lockKey ? 1 : 0))
+    let results: Array<{ rows: unknown[] }>
+    try {
+      results = await postgres.script(items.map((item) => inlined(item.statement)).join(';\n'))
+    } catch {
+      // Which statement failed, and whether for its own reason, only running each alone can tell.
+      await Promise.all(items.map(runAlone))
+      return
+    }
+    items.forEach((item, i) => item.resolve({ rows: results[i]!.rows }))
+  }
+
+  function dispatch(): void {
+    scheduled = false
+    while (inFlight < maxInFlight && queue.length > 0) {
+      const items = queue.splice(0, maxBatch)
+      inFlight++
+      void (items.length === 1 ? runAlone(items[0]!) : runShared(items)).finally(() => {
+        inFlight--
+        if (queue.length > 0) schedule()
+      })
+    }
+  }
+
+  function schedule(): void {
+    if (scheduled) return
+    scheduled = true
+    // A turn later, so that statements submitted in the same turn share a transaction.
+    setImmediate(dispatch)
+  }
+
+  return {
+    run<R>(statement: RawBuilder<R>, lockKey: string): Promise<QueryResult<R>> {
+      return new Promise<QueryResult<R>>((resolve, reject) => {
+        queue.push({ statement, lockKey, resolve: resolve as (result: QueryResult<unknown>) => void, reject })
+        schedule()
+      })
+    },
+  }
+}
