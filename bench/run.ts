@@ -32,11 +32,14 @@ const { values } = parseArgs({
     'pgbench-clients': { type: 'string' },
     // Measured seconds of each scenario and floor (default 10; 1 with --quick), e.g. `--only scale --quick --duration 3`.
     duration: { type: 'string' },
+    // Profiles the server: a .cpuprofile per server process in DIR, written when it stops
+    // (docs/profiles/flamegraph.mjs renders one), e.g. `--only payments --store sqlite --cpu-prof /tmp/p`.
+    'cpu-prof': { type: 'string' },
   },
 })
 const quick = values.quick
 const only = values.only?.split(',')
-const partial = quick || only !== undefined || values.wishes !== undefined || values.pages !== undefined || values['pgbench-clients'] !== undefined || values.duration !== undefined
+const partial = quick || only !== undefined || values['cpu-prof'] !== undefined || values.wishes !== undefined || values.pages !== undefined || values['pgbench-clients'] !== undefined || values.duration !== undefined
 const DURATION = values.duration ? Number(values.duration) : quick ? 1 : 10
 const WARMUP = quick ? 1 : 3
 const CONNECTIONS = 64
@@ -158,7 +161,7 @@ async function runStore(store: TestStore): Promise<StoreResult> {
   }
 
   const main = SCENARIOS.filter((s) => s !== 'scale').some(runs)
-  const server = main ? await startWishpay(store.env) : undefined
+  const server = main ? await startWishpay(store.env, { cpuProfileDir: values['cpu-prof'] }) : undefined
   try {
     if (server) {
       const service = { ...base, url: server.url, key: seed.key }
