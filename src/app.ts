@@ -11,7 +11,7 @@ import { registerJsonParser } from './http/json-parser.js'
 import { createMetrics, type Metrics, registerMetrics } from './http/metrics.js'
 import { registerOpenApi } from './http/openapi.js'
 import { registerRateLimit } from './http/rate-limit.js'
-import { registerRequestContext } from './http/request-context.js'
+import { registerRequestContext, REQUEST_ID_LOG_LABEL } from './http/request-context.js'
 import { ErrorResponse } from './http/schemas.js'
 import { registerValidators } from './http/validation.js'
 import { registerTextGuard } from './http/text-guard.js'
@@ -68,7 +68,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     genReqId: () => newId('req'),
     requestIdHeader: false,
     // Fastify's own two lines per request are replaced by one line of ours (request-context.ts).
-    logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
+    logController: new LogController({ requestIdLogLabel: REQUEST_ID_LOG_LABEL, disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT_BYTES,
     // Draining answers its own 503 envelope (http/draining.ts), from SIGTERM on, and the server closes
     // idle connections itself (server.ts): Fastify's immediate sweep would reset a connection accepted

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Database, Trx } from '../db/database.js'
 import type { Clock } from '../lib/clock.js'
@@ -76,7 +76,7 @@ function fingerprintOf(request: FastifyRequest): string {
   const { idempotency_key: _ignored, ...body } = (request.body ?? {}) as Record<string, unknown>
   const path = request.url.split('?')[0]
   const agent = request.ctx.agentId === undefined ? '' : `agent ${request.ctx.agentId}\n`
-  return createHash('sha256').update(`${agent}${request.method} ${path}\n${canonicalJson(body)}`).digest('hex')
+  return hash('sha256', `${agent}${request.method} ${path}\n${canonicalJson(body)}`, 'hex')
 }
 
 /** The key from the body or the Idempotency-Key header; when both are sent they must agree. */

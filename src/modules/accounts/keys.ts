@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import { randomBase62 } from '../../lib/ids.js'
 
 /** write (sk_), read (rk_), or agent (ak_: one agent's narrow key, see http/auth.ts). */
@@ -20,9 +20,12 @@ export function isWellFormedKey(key: string): boolean {
   return KEY_PATTERN.test(key)
 }
 
-/** Keys are long random secrets, so a single SHA-256 is the right hash (no salt or stretching needed). */
+/**
+ * Keys are long random secrets, so a single SHA-256 is the right hash (no salt or stretching needed).
+ * One-shot crypto.hash: every authenticated request hashes its key, and it makes no Hash object.
+ */
 export function hashKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex')
+  return hash('sha256', key, 'hex')
 }
 
 export function displayPrefix(key: string): string {

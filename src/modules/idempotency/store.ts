@@ -110,7 +110,9 @@ export function createIdempotencyStore(deps: { db: Database, ttlSeconds: number,
     async find(use: KeyUse): Promise<IdempotencyRecord | undefined> {
       const nowIso = toTimestamp(use.now)
       const cached = recent.get(slotOf(use))
-      const saved = cached !== undefined && cached.expires_at > nowIso ? cached : await repo.findLive(db.kysely, use.accountId, use.key, nowIso)
+      if (cached !== undefined && cached.expires_at > nowIso) return cached
+      // Cached again only when read: a hit does not renew the copy's minute (see `recent`).
+      const saved = await repo.findLive(db.kysely, use.accountId, use.key, nowIso)
       if (saved) remember(saved)
       return saved
     },

@@ -1,4 +1,4 @@
-import { type Compilable, type Kysely, type RawBuilder, sql } from 'kysely'
+import { type Compilable, type CompiledQuery, type Kysely, type RawBuilder, sql } from 'kysely'
 import type { Executor } from '../../db/database.js'
 import { forUpdate, rowToJson } from '../../db/dialect.js'
 import { inWindow } from '../../db/paging.js'
@@ -25,14 +25,50 @@ export async function insertPaymentWrites(db: Executor, rows: { payment?: Paymen
   await insertJobs(db, rows.jobs)
 }
 
-/** The payment; with `agentId`, only if it was made on a mandate granted to that agent. */
-export function findPayment(db: Executor, accountId: string, id: string, agentId?: string): Promise<PaymentRow | undefined> {
-  const query = db.selectFrom('payments').selectAll().where('account_id', '=', accountId).where('id', '=', id)
-  return (agentId === undefined ? query : query.where('mandate_id', 'in', mandatesOfAgent(db, agentId))).executeTakeFirst()
+/** Stands for the i-th argument while a reusable query is compiled; no real value looks like it. */
+const placeholder = (i: number) => `\u0000reusable-query-argument-${i}\u0000`
+
+/**
+ * A query of a fixed shape, compiled once per dialect and then run with new arguments, so a hot lookup
+ * builds and compiles no query per request. `build` gets one placeholder per argument, to put where the
+ * argument goes; each must become a parameter. (A helper for src/db/, kept here until it moves there.)
+ */
+export function reusableQuery<R, A extends string[]>(arity: A['length'], build: (db: Executor, ...args: string[]) => Compilable<R>) {
+  // Keyed by the dialect's adapter, which a Kysely instance shares with its transactions.
+  const byAdapter = new WeakMap<object, { query: CompiledQuery<R>, argumentOf: number[] }>()
+  const placeholders = Array.from({ length: arity }, (_, i) => placeholder(i))
+  const compile = (db: Executor) => {
+    const query = build(db, ...placeholders).compile()
+    // For each parameter: the argument it takes, or -1 for a constant of the query itself.
+    const argumentOf = query.parameters.map((p) => placeholders.indexOf(p as string))
+    if (placeholders.some((_, i) => !argumentOf.includes(i))) throw new Error(`reusableQuery: an argument is not a parameter of ${query.sql}`)
+    return { query, argumentOf }
+  }
+  return async (db: Executor, ...args: A): Promise<R[]> => {
+    const adapter = db.getExecutor().adapter
+    let compiled = byAdapter.get(adapter)
+    if (compiled === undefined) byAdapter.set(adapter, compiled = compile(db))
+    const { query, argumentOf } = compiled
+    const parameters = argumentOf.map((a, i) => (a === -1 ? query.parameters[i] : args[a]))
+    return (await db.executeQuery<R>({ ...query, parameters })).rows
+  }
 }
 
-export function findPaymentById(db: Executor, id: string): Promise<PaymentRow | undefined> {
-  return db.selectFrom('payments').selectAll().where('id', '=', id).executeTakeFirst()
+// GET /payments/:id runs these on every request.
+const paymentOfAccount = reusableQuery<PaymentRow, [string, string]>(2, (db, accountId, id) =>
+  db.selectFrom('payments').selectAll().where('account_id', '=', accountId).where('id', '=', id))
+const paymentOfAgent = reusableQuery<PaymentRow, [string, string, string]>(3, (db, accountId, id, agentId) =>
+  db.selectFrom('payments').selectAll().where('account_id', '=', accountId).where('id', '=', id).where('mandate_id', 'in', mandatesOfAgent(db, agentId)))
+const paymentById = reusableQuery<PaymentRow, [string]>(1, (db, id) => db.selectFrom('payments').selectAll().where('id', '=', id))
+
+/** The payment; with `agentId`, only if it was made on a mandate granted to that agent. */
+export async function findPayment(db: Executor, accountId: string, id: string, agentId?: string): Promise<PaymentRow | undefined> {
+  const rows = agentId === undefined ? await paymentOfAccount(db, accountId, id) : await paymentOfAgent(db, accountId, id, agentId)
+  return rows[0]
+}
+
+export async function findPaymentById(db: Executor, id: string): Promise<PaymentRow | undefined> {
+  return (await paymentById(db, id))[0]
 }
 
 /**
