@@ -3,10 +3,10 @@ import { after, before, describe, test } from 'node:test'
 import { sql } from 'kysely'
 import type { Database } from '../../src/db/database.js'
 import { migrateToLatest } from '../../src/db/migrate.js'
-import { reusableQuery } from '../../src/modules/payments/repository.js'
+import { reusableQuery } from '../../src/db/reusable-query.js'
 import { storeKinds, type TestStore } from '../helpers/stores.js'
 
-/** reusableQuery (src/modules/payments/repository.ts): compiled once, run with each call's own arguments, on both stores. */
+/** reusableQuery (src/db/reusable-query.ts): compiled once, run with each call's own arguments, on both stores. */
 for (const kind of storeKinds()) {
   describe(`reusableQuery (${kind.name})`, () => {
     let store: TestStore

@@ -4,15 +4,19 @@ import { isUniqueViolation } from '../../db/errors.js'
 import { rowToJson } from '../../db/dialect.js'
 import { tryAdvisoryXactLock } from '../../db/locking.js'
 import { insertRowsAfter } from '../../db/pg-statement.js'
+import { reusableQuery } from '../../db/reusable-query.js'
 import type { IdempotencyKeysTable } from '../../db/schema.js'
 
 export type IdempotencyRecord = IdempotencyKeysTable
 
+// Every request with a key the replay cache does not hold runs it.
+const liveRecord = reusableQuery<IdempotencyRecord, [string, string, string]>(3, (db, accountId, key, now) =>
+  db.selectFrom('idempotency_keys').selectAll()
+    .where('account_id', '=', accountId).where('idempotency_key', '=', key).where('expires_at', '>', now))
+
 /** The live record for (account, key): one whose retention has not run out. */
-export function findLive(db: Executor, accountId: string, key: string, now: string): Promise<IdempotencyRecord | undefined> {
-  return db.selectFrom('idempotency_keys').selectAll()
-    .where('account_id', '=', accountId).where('idempotency_key', '=', key).where('expires_at', '>', now)
-    .executeTakeFirst()
+export async function findLive(db: Executor, accountId: string, key: string, now: string): Promise<IdempotencyRecord | undefined> {
+  return (await liveRecord(db, accountId, key, now))[0]
 }
 
 /**

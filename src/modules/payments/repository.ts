@@ -1,7 +1,8 @@
-import { type Compilable, type CompiledQuery, type Kysely, type RawBuilder, sql } from 'kysely'
+import { type Compilable, type Kysely, type RawBuilder, sql } from 'kysely'
 import type { Executor } from '../../db/database.js'
 import { forUpdate, rowToJson } from '../../db/dialect.js'
 import { inWindow } from '../../db/paging.js'
+import { reusableQuery } from '../../db/reusable-query.js'
 import { insertRowsAfter } from '../../db/pg-statement.js'
 import type { DatabaseSchema, EventsTable, PaymentsTable, RefundsTable } from '../../db/schema.js'
 import { inBatches, insertJobs, type JobRow } from '../queue/repository.js'
@@ -23,35 +24,6 @@ export async function insertPaymentWrites(db: Executor, rows: { payment?: Paymen
   if (rows.payment) await db.insertInto('payments').values(rows.payment).execute()
   if (rows.events.length > 0) await db.insertInto('events').values(rows.events).execute()
   await insertJobs(db, rows.jobs)
-}
-
-/** Stands for the i-th argument while a reusable query is compiled; no real value looks like it. */
-const placeholder = (i: number) => `\u0000reusable-query-argument-${i}\u0000`
-
-/**
- * A query of a fixed shape, compiled once per dialect and then run with new arguments, so a hot lookup
- * builds and compiles no query per request. `build` gets one placeholder per argument, to put where the
- * argument goes; each must become a parameter. (A helper for src/db/, kept here until it moves there.)
- */
-export function reusableQuery<R, A extends string[]>(arity: A['length'], build: (db: Executor, ...args: string[]) => Compilable<R>) {
-  // Keyed by the dialect's adapter, which a Kysely instance shares with its transactions.
-  const byAdapter = new WeakMap<object, { query: CompiledQuery<R>, argumentOf: number[] }>()
-  const placeholders = Array.from({ length: arity }, (_, i) => placeholder(i))
-  const compile = (db: Executor) => {
-    const query = build(db, ...placeholders).compile()
-    // For each parameter: the argument it takes, or -1 for a constant of the query itself.
-    const argumentOf = query.parameters.map((p) => placeholders.indexOf(p as string))
-    if (placeholders.some((_, i) => !argumentOf.includes(i))) throw new Error(`reusableQuery: an argument is not a parameter of ${query.sql}`)
-    return { query, argumentOf }
-  }
-  return async (db: Executor, ...args: A): Promise<R[]> => {
-    const adapter = db.getExecutor().adapter
-    let compiled = byAdapter.get(adapter)
-    if (compiled === undefined) byAdapter.set(adapter, compiled = compile(db))
-    const { query, argumentOf } = compiled
-    const parameters = argumentOf.map((a, i) => (a === -1 ? query.parameters[i] : args[a]))
-    return (await db.executeQuery<R>({ ...query, parameters })).rows
-  }
 }
 
 // GET /payments/:id runs these on every request.
@@ -178,8 +150,8 @@ export function planWriteQueries(db: Executor, plan: Pick<PaymentPlan, 'payment'
 }
 
 /** The mandate and the account's enabled webhook endpoints, in one round trip (PostgreSQL). */
-export async function readForPayment(kysely: Kysely<DatabaseSchema>, accountId: string, mandateId: string) {
-  const row = await kysely.selectNoFrom((eb) => [
+const mandateAndEndpoints = reusableQuery<{ mandate: mandates.MandateRow | null, endpoints: { id: string, events: string }[] | null }, [string, string]>(2, (db, accountId, mandateId) =>
+  db.selectNoFrom((eb) => [
     eb.selectFrom('mandates').select(rowToJson<mandates.MandateRow>('mandates').as('mandate'))
       .where('account_id', '=', accountId).where('id', '=', mandateId)
       .as('mandate'),
@@ -187,8 +159,11 @@ export async function readForPayment(kysely: Kysely<DatabaseSchema>, accountId: 
       .select(sql<{ id: string, events: string }[]>`coalesce(json_agg(json_build_object('id', id, 'events', events)), '[]'::json)`.as('endpoints'))
       .where('account_id', '=', accountId).where('status', '=', 'enabled')
       .as('endpoints'),
-  ]).executeTakeFirstOrThrow()
-  return { mandate: row.mandate ?? undefined, endpoints: row.endpoints ?? [] }
+  ]))
+
+export async function readForPayment(kysely: Kysely<DatabaseSchema>, accountId: string, mandateId: string) {
+  const [row] = await mandateAndEndpoints(kysely, accountId, mandateId)
+  return { mandate: row?.mandate ?? undefined, endpoints: row?.endpoints ?? [] }
 }
 
 /**
