@@ -5,7 +5,7 @@ import { Kysely, sql, type Transaction } from 'kysely'
 import { OwnSchemaPostgresDialect } from './own-schema-introspector.js'
 import pg from 'pg'
 import type { DatabaseSchema } from './schema.js'
-import { createCheckpointer } from './checkpointer.js'
+import { configureCheckpoints } from './checkpointer.js'
 import { ConnectionLock, DurableBatch } from './durable-batch.js'
 import { BatchingSqliteDialect, BatchingSqliteDriver } from './sqlite-driver.js'
 import { guardedSqliteKysely } from './transaction-guard.js'
@@ -145,11 +145,11 @@ function openSqlite(file: string): Database {
   // Reads outside a write see only what is committed (sqlite-driver.ts); WAL lets this connection read
   // the last committed snapshot while the writer's batch is open. `:memory:` cannot be opened twice.
   const reader = file === ':memory:' ? undefined : withStatementCache(openReader(file))
-  // WAL checkpoints off the event loop (checkpointer.ts); `:memory:` has no WAL.
-  const checkpointer = file === ':memory:' ? undefined : createCheckpointer(connection, file)
-  const batch = new DurableBatch(connection, new ConnectionLock(), MAX_BATCH, checkpointer?.afterCommit)
+  // `:memory:` has no WAL.
+  if (file !== ':memory:') configureCheckpoints(connection)
+  const batch = new DurableBatch(connection, new ConnectionLock(), MAX_BATCH)
   const sqlite: SqliteHandle = { ...writer, batch }
-  const driver = new BatchingSqliteDriver(writer, reader, batch, checkpointer)
+  const driver = new BatchingSqliteDriver(writer, reader, batch)
   // A query through `kysely` from inside one of its transactions throws rather than hangs (transaction-guard.ts).
   const kysely = guardedSqliteKysely<DatabaseSchema>(new BatchingSqliteDialect(driver), connection)
   return {
@@ -168,9 +168,17 @@ function openSqlite(file: string): Database {
   }
 }
 
+/**
+ * The reader's page cache: SQLite empties it whenever another connection committed (a WAL reader keeps
+ * no page across snapshots), so under writes it holds one query's pages; better-sqlite3's default of
+ * 16 MB would only fill in read-only stretches, as RSS.
+ */
+const READER_CACHE_KIB = 2048
+
 function openReader(file: string): SQLite.Database {
   const reader = new SQLite(file, { readonly: true, fileMustExist: true })
   reader.pragma('busy_timeout = 5000')
+  reader.pragma(`cache_size = -${READER_CACHE_KIB}`)
   return reader
 }
 

@@ -80,8 +80,6 @@ export class DurableBatch {
     private readonly connection: SQLite.Database,
     readonly lock: ConnectionLock,
     private readonly maxBatch = 64,
-    /** Called after a COMMIT, with the lock held and no batch open (WAL checkpointing). */
-    private readonly afterCommit: () => void = () => {},
   ) {}
 
   /** The batch writes would join now, if one is open. */
@@ -169,11 +167,6 @@ export class DurableBatch {
     this.commits++
     this.committedMembers += batch.released
     batch.resolve()
-    try {
-      this.afterCommit()
-    } catch {
-      // A checkpoint that cannot run now runs after a later COMMIT.
-    }
   }
 
   /** Takes the lock, runs synchronous work with it, and gives it back. */

@@ -1,5 +1,4 @@
 import { type CompiledQuery, type DatabaseConnection, type Driver, type QueryResult, SqliteDialect } from 'kysely'
-import type { Checkpointer } from './checkpointer.js'
 import type { StatementCache } from './database.js'
 import { type Batch, DurableBatch } from './durable-batch.js'
 import { isTransactionFatalSqliteError } from './errors.js'
@@ -62,7 +61,6 @@ export class BatchingSqliteDriver implements Driver {
     private readonly writer: StatementCache,
     private readonly reader: StatementCache | undefined,
     batch: DurableBatch,
-    private readonly checkpointer?: Checkpointer,
   ) {
     this.batch = batch
   }
@@ -106,7 +104,6 @@ export class BatchingSqliteDriver implements Driver {
 
   async destroy(): Promise<void> {
     await this.batch.close()
-    await this.checkpointer?.close()
     if (this.reader?.connection.open) this.reader.connection.close()
     if (this.writer.connection.open) this.writer.connection.close()
   }
