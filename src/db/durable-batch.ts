@@ -169,13 +169,13 @@ export class DurableBatch {
     batch.resolve()
   }
 
-  /** Takes the lock, runs synchronous work with it, and gives it back. */
-  async exclusive<T>(work: () => T): Promise<T> {
+  /** Takes the lock, runs work with it (which may wait, holding the lock), and gives it back. */
+  async exclusive<T>(work: () => T | Promise<T>): Promise<T> {
     if (this.closed) throw new Error('The database is closed')
     await this.lock.lock()
     try {
       if (this.closed) throw new Error('The database is closed')
-      return work()
+      return await work()
     } finally {
       this.lock.unlock()
     }

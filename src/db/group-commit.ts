@@ -17,6 +17,8 @@ export interface SyncExecutor {
  */
 export type GroupWork<T> = (exec: SyncExecutor) => T | undefined
 
+const nextTurn = () => new Promise<void>((resolve) => { setImmediate(resolve) })
+
 interface Pending {
   work: GroupWork<unknown>
   resolve(value: unknown): void
@@ -30,13 +32,18 @@ export interface GroupCommit {
 
 /**
  * Group commit for the embedded store's synchronous work. Work submitted in the same turn of the event
- * loop, or while the connection is busy, runs synchronously under the connection's lock, each piece a
- * member of the open durable batch (durable-batch.ts: its own savepoint, one COMMIT for the batch, which
- * Kysely transactions share), and no caller hears back before that COMMIT made its work durable. No
+ * loop, or while the connection is busy, runs under the connection's lock, each piece synchronously and
+ * as a member of the open durable batch (durable-batch.ts: its own savepoint, one COMMIT for the batch,
+ * which Kysely transactions share), and no caller hears back before that COMMIT made its work durable. No
  * other query runs in the middle of a piece. Never submit from inside a Kysely transaction: the group
  * would wait for the connection that transaction holds (it is refused: db/transaction-guard.ts).
+ *
+ * The group (up to `maxGroup` pieces) runs `chunk` pieces a turn of the event loop and keeps the lock
+ * between turns, so it still ends in one COMMIT. The turns matter because libuv accepts one connection
+ * a turn (libuv#3696): when 64 pieces ran in one turn of 15 ms, 64 new connections took a second to be
+ * accepted, which was the tail wrk measured (docs/performance.md).
  */
-export function createGroupCommit(db: Pick<Database, 'kysely'> & { sqlite: SqliteHandle }, maxGroup = 64): GroupCommit {
+export function createGroupCommit(db: Pick<Database, 'kysely'> & { sqlite: SqliteHandle }, maxGroup = 64, chunk = 4): GroupCommit {
   const { sqlite } = db
   const { connection, batch } = sqlite
   const queue: Pending[] = []
@@ -93,12 +100,20 @@ export function createGroupCommit(db: Pick<Database, 'kysely'> & { sqlite: Sqlit
   async function flush(): Promise<void> {
     scheduled = false
     let group: Pending[] = []
+    let taken = 0
     try {
-      // The group is taken once the connection is ours, so work queued while waiting for it joins.
-      await batch.exclusive(() => {
-        group = queue.splice(0, maxGroup)
-        if (group.length > 0) runGroup(group)
-        // The group's COMMIT in the same turn, as before the durable batch: handing it to the flusher
+      // The connection is held from the group's first piece to its COMMIT: a piece queued meanwhile joins.
+      await batch.exclusive(async () => {
+        while (queue.length > 0 && taken < maxGroup) {
+          group = queue.splice(0, Math.min(chunk, maxGroup - taken))
+          taken += group.length
+          runGroup(group)
+          group = []
+          // A turn of the event loop between chunks: libuv accepts one connection a turn, and the
+          // requests waiting in their sockets are read, so a long group does not starve either.
+          if (queue.length > 0 && taken < maxGroup) await nextTurn()
+        }
+        // The group's COMMIT under the same hold, as before the durable batch: handing it to the flusher
         // put every read already queued for the connection between the pieces and their fsync.
         batch.commit()
       })

@@ -62,6 +62,35 @@ describe('group commit', () => {
     assert.deepEqual(committed(), ['kept-1', 'kept-2'])
   })
 
+  test('a group runs a few pieces a turn of the event loop, takes in work queued meanwhile, and still commits once', async () => {
+    const batch = db.sqlite!.batch
+    const commitsBefore = batch.commits
+    const turnsSeen: boolean[] = []
+    const seenByOthers: string[][] = []
+    let turned = false
+    let late: Promise<unknown> | undefined
+    const piece = (id: string) => (exec: Parameters<Parameters<GroupCommit['submit']>[0]>[0]) => {
+      exec.run(insert(id))
+      turnsSeen.push(turned)
+      seenByOthers.push(committed())
+      return id
+    }
+    const ids = Array.from({ length: 12 }, (_, i) => `item-${String(i).padStart(2, '0')}`)
+    const early = ids.map((id) => group.submit(piece(id)))
+    // The next turn of the loop: it comes while the group is running, between two of its chunks.
+    setImmediate(() => {
+      turned = true
+      late = group.submit(piece('late'))
+    })
+    assert.deepEqual(await Promise.all(early), ids)
+    assert.equal(await late, 'late')
+    assert.equal(turnsSeen[0], false, 'the first chunk ran in the turn the group started')
+    assert.equal(turnsSeen.at(-2), true, 'a later chunk ran after the event loop turned')
+    assert.equal(batch.commits - commitsBefore, 1, 'the chunks and the work queued between them share one COMMIT')
+    assert.deepEqual(seenByOthers, Array.from({ length: 13 }, () => []), 'nothing was visible before that COMMIT')
+    assert.equal(committed().length, 13)
+  })
+
   test('an error that ends the transaction fails the whole group; the next group works', async () => {
     const answers = await Promise.allSettled([
       group.submit((exec) => { exec.run(insert('a')); return 1 }),
