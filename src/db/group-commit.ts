@@ -1,4 +1,4 @@
-import type { Compilable } from 'kysely'
+import type { Compilable, CompiledQuery } from 'kysely'
 import type { Database, SqliteHandle } from './database.js'
 import { isTransactionFatalSqliteError } from './errors.js'
 import { insideTransactionOn, QueryInsideTransactionError } from './transaction-guard.js'
@@ -6,9 +6,9 @@ import { insideTransactionOn, QueryInsideTransactionError } from './transaction-
 /** Runs Kysely-built queries synchronously on the SQLite connection, inside a group's transaction. */
 export interface SyncExecutor {
   /** The rows a query returns. */
-  all<R>(query: Compilable<R>): R[]
+  all<R>(query: Compilable<R> | CompiledQuery<R>): R[]
   /** Runs a statement; returns how many rows it changed. */
-  run(query: Compilable<unknown>): number
+  run(query: Compilable<unknown> | CompiledQuery<unknown>): number
 }
 
 /**
@@ -49,13 +49,14 @@ export function createGroupCommit(db: Pick<Database, 'kysely'> & { sqlite: Sqlit
   const queue: Pending[] = []
   let scheduled = false
 
+  const compiledOf = <R>(query: Compilable<R> | CompiledQuery<R>) => ('compile' in query ? query.compile() : query)
   const exec: SyncExecutor = {
-    all<R>(query: Compilable<R>): R[] {
-      const compiled = query.compile()
+    all<R>(query: Compilable<R> | CompiledQuery<R>): R[] {
+      const compiled = compiledOf(query)
       return sqlite.prepare(compiled.sql).all(compiled.parameters as unknown[]) as R[]
     },
-    run(query: Compilable<unknown>): number {
-      const compiled = query.compile()
+    run(query: Compilable<unknown> | CompiledQuery<unknown>): number {
+      const compiled = compiledOf(query)
       return sqlite.prepare(compiled.sql).run(compiled.parameters as unknown[]).changes
     },
   }

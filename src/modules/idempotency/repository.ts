@@ -4,13 +4,14 @@ import { isUniqueViolation } from '../../db/errors.js'
 import { rowToJson } from '../../db/dialect.js'
 import { tryAdvisoryXactLock } from '../../db/locking.js'
 import { insertRowsAfter } from '../../db/pg-statement.js'
+import { insertRows } from '../../db/query-template.js'
 import { reusableQuery } from '../../db/reusable-query.js'
 import type { IdempotencyKeysTable } from '../../db/schema.js'
 
 export type IdempotencyRecord = IdempotencyKeysTable
 
 // Every request with a key the replay cache does not hold runs it.
-const liveRecord = reusableQuery<IdempotencyRecord, [string, string, string]>(3, (db, accountId, key, now) =>
+const liveRecord = reusableQuery<IdempotencyRecord, [string, string, string]>((db, accountId, key, now) =>
   db.selectFrom('idempotency_keys').selectAll()
     .where('account_id', '=', accountId).where('idempotency_key', '=', key).where('expires_at', '>', now))
 
@@ -62,7 +63,7 @@ export async function claimKey(trx: Executor, accountId: string, key: string, no
  * the general path then decides (replays, or overwrites an expired record).
  */
 export function insertNew(db: Executor, record: IdempotencyRecord) {
-  return db.insertInto('idempotency_keys').values(record)
+  return insertRows(db, 'idempotency_keys', [record])
 }
 
 /** insertNew as one step of a PostgreSQL statement, taking effect only if the step `after` produced a row. */

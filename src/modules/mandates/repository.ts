@@ -1,6 +1,7 @@
 import type { ExpressionBuilder } from 'kysely'
 import type { Executor } from '../../db/database.js'
 import { inWindow } from '../../db/paging.js'
+import { fromTemplate } from '../../db/query-template.js'
 import type { DatabaseSchema, MandatesTable } from '../../db/schema.js'
 import type { Window } from '../../lib/paging.js'
 import type { MandateStatus } from './schemas.js'
@@ -83,6 +84,24 @@ export function holdQuery(db: Executor, p: HoldRequest) {
     // An agent's key pays only while the agent is active: its key may still be in another process's cache.
     .$if(p.agentId !== undefined, (q) => q.where('agent_id', '=', p.agentId!)
       .where((eb) => eb.exists(eb.selectFrom('agents').select('agents.id').where('agents.id', '=', p.agentId!).where('agents.status', '=', 'active'))))
+}
+
+/** findMandateQuery compiled once (db/query-template.ts), for the SQLite group commit's piece. */
+export function findMandateStatement(db: Executor, accountId: string, id: string) {
+  return fromTemplate<MandateRow>(db, 'find mandate', [accountId, id], ([account, mandate]) => findMandateQuery(db, account!, mandate!))
+}
+
+/** The values of a hold; `consume`, a flag, is part of its shape. */
+const HOLD_VALUES = ['accountId', 'mandateId', 'amount', 'currency', 'now', 'agentId', 'recurrenceFloor', 'unchangedSince'] as const
+// A field added to HoldRequest must be listed above (or be part of the shape), or this fails to compile.
+const everyHoldValue: Exclude<keyof HoldRequest, 'consume' | (typeof HOLD_VALUES)[number]> extends never ? true : never = true
+void everyHoldValue
+
+/** holdQuery compiled once per shape (which terms it has), for the SQLite group commit's piece. */
+export function holdStatement(db: Executor, p: HoldRequest) {
+  const named = HOLD_VALUES.filter((k) => p[k] !== undefined)
+  return fromTemplate(db, `hold ${p.consume === true} ${named.join()}`, named.map((k) => p[k]), (slots) =>
+    holdQuery(db, { ...Object.fromEntries(named.map((k, i) => [k, slots[i]])), consume: p.consume } as unknown as HoldRequest))
 }
 
 /**

@@ -1,7 +1,8 @@
-import { type Compilable, type Kysely, type RawBuilder, sql } from 'kysely'
+import { type Kysely, type RawBuilder, sql } from 'kysely'
 import type { Executor } from '../../db/database.js'
 import { forUpdate, rowToJson } from '../../db/dialect.js'
 import { inWindow } from '../../db/paging.js'
+import { fromTemplate, insertRows } from '../../db/query-template.js'
 import { reusableQuery } from '../../db/reusable-query.js'
 import { insertRowsAfter } from '../../db/pg-statement.js'
 import type { DatabaseSchema, EventsTable, PaymentsTable, RefundsTable } from '../../db/schema.js'
@@ -27,11 +28,11 @@ export async function insertPaymentWrites(db: Executor, rows: { payment?: Paymen
 }
 
 // GET /payments/:id runs these on every request.
-const paymentOfAccount = reusableQuery<PaymentRow, [string, string]>(2, (db, accountId, id) =>
+const paymentOfAccount = reusableQuery<PaymentRow, [string, string]>((db, accountId, id) =>
   db.selectFrom('payments').selectAll().where('account_id', '=', accountId).where('id', '=', id))
-const paymentOfAgent = reusableQuery<PaymentRow, [string, string, string]>(3, (db, accountId, id, agentId) =>
+const paymentOfAgent = reusableQuery<PaymentRow, [string, string, string]>((db, accountId, id, agentId) =>
   db.selectFrom('payments').selectAll().where('account_id', '=', accountId).where('id', '=', id).where('mandate_id', 'in', mandatesOfAgent(db, agentId)))
-const paymentById = reusableQuery<PaymentRow, [string]>(1, (db, id) => db.selectFrom('payments').selectAll().where('id', '=', id))
+const paymentById = reusableQuery<PaymentRow, [string]>((db, id) => db.selectFrom('payments').selectAll().where('id', '=', id))
 
 /** The payment; with `agentId`, only if it was made on a mandate granted to that agent. */
 export async function findPayment(db: Executor, accountId: string, id: string, agentId?: string): Promise<PaymentRow | undefined> {
@@ -135,22 +136,23 @@ export async function countRefunds(db: Executor, accountId: string, paymentId: s
 
 // ---------------------------------------------------------------- the single write (single-write.ts)
 
-/** The account's enabled webhook endpoints, as a query for the SQLite group commit. */
-export function enabledEndpointsQuery(db: Executor, accountId: string) {
-  return db.selectFrom('webhook_endpoints').select(['id', 'events']).where('account_id', '=', accountId).where('status', '=', 'enabled')
+/** The account's enabled webhook endpoints, compiled once (db/query-template.ts) for the SQLite group commit. */
+export function enabledEndpointsStatement(db: Executor, accountId: string) {
+  return fromTemplate<{ id: string, events: string }>(db, 'enabled endpoints', [accountId], ([account]) =>
+    db.selectFrom('webhook_endpoints').select(['id', 'events']).where('account_id', '=', account!).where('status', '=', 'enabled'))
 }
 
-/** A plan's payment, events and jobs as queries, to run in order in a group commit (SQLite). */
-export function planWriteQueries(db: Executor, plan: Pick<PaymentPlan, 'payment' | 'events' | 'jobs'>): Compilable<unknown>[] {
+/** A plan's payment, events and jobs as statements, to run in order in a group commit (SQLite). */
+export function planWriteQueries(db: Executor, plan: Pick<PaymentPlan, 'payment' | 'events' | 'jobs'>) {
   return [
-    db.insertInto('payments').values(plan.payment),
-    db.insertInto('events').values(plan.events),
-    ...inBatches(plan.jobs).map((batch) => db.insertInto('jobs').values(batch)),
+    insertRows(db, 'payments', [plan.payment]),
+    insertRows(db, 'events', plan.events),
+    ...inBatches(plan.jobs).map((batch) => insertRows(db, 'jobs', batch)),
   ]
 }
 
 /** The mandate and the account's enabled webhook endpoints, in one round trip (PostgreSQL). */
-const mandateAndEndpoints = reusableQuery<{ mandate: mandates.MandateRow | null, endpoints: { id: string, events: string }[] | null }, [string, string]>(2, (db, accountId, mandateId) =>
+const mandateAndEndpoints = reusableQuery<{ mandate: mandates.MandateRow | null, endpoints: { id: string, events: string }[] | null }, [string, string]>((db, accountId, mandateId) =>
   db.selectNoFrom((eb) => [
     eb.selectFrom('mandates').select(rowToJson<mandates.MandateRow>('mandates').as('mandate'))
       .where('account_id', '=', accountId).where('id', '=', mandateId)

@@ -87,13 +87,13 @@ export function createSingleWrite(deps: { db: Database, clock: Clock, processor:
       if (!input) return undefined
       try {
         return await group.submit((exec) => {
-          const mandate = exec.all(mandates.findMandateQuery(kysely, ctx.accountId, input.mandate_id))[0]
-          const endpoints = exec.all(repo.enabledEndpointsQuery(kysely, ctx.accountId))
+          const mandate = exec.all(mandates.findMandateStatement(kysely, ctx.accountId, input.mandate_id))[0]
+          const endpoints = exec.all(repo.enabledEndpointsStatement(kysely, ctx.accountId))
           const plan = oneWritePlan(planPayment({ ctx, input, mandate, endpoints, processor, now: clock.now() }), mandate)
           if (!plan) return undefined
           // The read above decided within this same synchronous section, so the hold cannot refuse here; it
           // stays the authority all the same, as everywhere else money moves.
-          if (exec.run(mandates.holdQuery(kysely, plan.hold)) === 0) return undefined
+          if (exec.run(mandates.holdStatement(kysely, plan.hold)) === 0) return undefined
           const record = answerOf(plan, pending)
           exec.run(records.insertNew(kysely, record))
           for (const query of repo.planWriteQueries(kysely, plan)) exec.run(query)

@@ -1,0 +1,60 @@
+import type { Compilable, CompiledQuery, Insertable } from 'kysely'
+import type { DatabaseSchema } from './schema.js'
+import type { Executor } from './database.js'
+
+/** Stands for the i-th value while a template is compiled; no real value looks like it. */
+const slot = (i: number) => `\u0000query-template-value-${i}\u0000`
+
+interface Template {
+  query: CompiledQuery<unknown>
+  /** For each parameter: the value it takes, or -1 for a constant of the query itself. */
+  valueOf: number[]
+}
+
+/** Shapes are few (a query's optional parts, an insert's columns); the bound only guards against a bug. */
+const MAX_SHAPES = 1000
+// Keyed by the dialect's adapter, which a Kysely instance shares with its transactions.
+const templatesByAdapter = new WeakMap<object, Map<string, Template>>()
+
+/**
+ * A query compiled once per dialect and `shape`, then given new values: building and compiling a Kysely
+ * query costs more than SQLite takes to run it, so the statements every payment runs are compiled once.
+ * `build` gets one slot per value, to put where the value goes; each slot must become a parameter (it
+ * throws otherwise), so a value can never be spliced into the SQL text. `shape` names everything else
+ * the query's text depends on: two calls with one shape must build the same query.
+ */
+export function fromTemplate<R>(db: Executor, shape: string, values: readonly unknown[], build: (slots: readonly string[]) => Compilable<R>): CompiledQuery<R> {
+  const adapter = db.getExecutor().adapter
+  let templates = templatesByAdapter.get(adapter)
+  if (templates === undefined) templatesByAdapter.set(adapter, templates = new Map())
+  let template = templates.get(shape)
+  if (template === undefined) {
+    const slots = values.map((_, i) => slot(i))
+    const query = build(slots).compile()
+    const valueOf = query.parameters.map((p) => slots.indexOf(p as string))
+    if (slots.some((_, i) => !valueOf.includes(i))) throw new Error(`fromTemplate: a value is not a parameter of ${query.sql}`)
+    if (templates.size >= MAX_SHAPES) templates.clear()
+    templates.set(shape, template = { query, valueOf })
+  }
+  const { query, valueOf } = template
+  return { ...query, parameters: valueOf.map((v, i) => (v === -1 ? query.parameters[i] : values[v])) } as CompiledQuery<R>
+}
+
+type Table = keyof DatabaseSchema & string
+
+/**
+ * `insert into <table> (<columns>) values ...` for rows that name the same columns (as Kysely's
+ * `values()` does, a column whose value is undefined is left out), from a template per table, column list
+ * and row count. Rows that name different columns are built by Kysely as usual.
+ */
+export function insertRows<T extends Table>(db: Executor, table: T, rows: readonly Insertable<DatabaseSchema[T]>[]): Compilable<unknown> | CompiledQuery<unknown> {
+  const first = rows[0] as Record<string, unknown> | undefined
+  const columns = first === undefined ? [] : Object.keys(first).filter((c) => first[c] !== undefined)
+  const sameColumns = (row: Record<string, unknown>) => Object.keys(row).filter((c) => row[c] !== undefined).join() === columns.join()
+  if (columns.length === 0 || !rows.every((row) => sameColumns(row as Record<string, unknown>))) {
+    return db.insertInto(table).values(rows as Insertable<DatabaseSchema[T]>[])
+  }
+  const values = rows.flatMap((row) => columns.map((c) => (row as Record<string, unknown>)[c]))
+  return fromTemplate(db, `insert ${table} ${rows.length} ${columns.join()}`, values, (slots) =>
+    db.insertInto(table).values(rows.map((_, r) => Object.fromEntries(columns.map((c, i) => [c, slots[r * columns.length + i]]))) as Insertable<DatabaseSchema[T]>[]))
+}
