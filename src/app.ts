@@ -1,5 +1,6 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify'
+import type { Logger } from 'pino'
 import type { Config } from './config.js'
 import type { Database } from './db/database.js'
 import { authenticate } from './http/auth.js'
@@ -12,6 +13,7 @@ import { createMetrics, type Metrics, registerMetrics } from './http/metrics.js'
 import { registerOpenApi } from './http/openapi.js'
 import { registerRateLimit } from './http/rate-limit.js'
 import { registerRequestContext, REQUEST_ID_LOG_LABEL } from './http/request-context.js'
+import { LazyRequestLogger } from './http/request-logger.js'
 import { ErrorResponse } from './http/schemas.js'
 import { registerValidators } from './http/validation.js'
 import { registerTextGuard } from './http/text-guard.js'
@@ -66,6 +68,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
     genReqId: () => newId('req'),
+    childLoggerFactory: (logger, bindings, options) => new LazyRequestLogger(logger as Logger, bindings, options) as unknown as FastifyBaseLogger,
     requestIdHeader: false,
     // Fastify's own two lines per request are replaced by one line of ours (request-context.ts).
     logController: new LogController({ requestIdLogLabel: REQUEST_ID_LOG_LABEL, disableRequestLogging: true }),
