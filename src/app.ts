@@ -6,6 +6,7 @@ import type { Database } from './db/database.js'
 import { authenticate } from './http/auth.js'
 import { dashboardRoutes } from './http/dashboard.js'
 import { type Lifecycle, registerDraining } from './http/draining.js'
+import { registerTurnBudget } from './http/turn-budget.js'
 import { BODY_LIMIT_BYTES, registerErrorHandling } from './http/error-handler.js'
 import { clientErrorHandler, frameworkErrorHandler, MAX_PARAM_LENGTH, registerConnectionAnswers } from './http/client-errors.js'
 import { registerJsonParser } from './http/json-parser.js'
@@ -103,6 +104,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerConnectionAnswers(app)
   registerErrorHandling(app)
   registerDraining(app, lifecycle)
+  // After draining, which judges a request by when it arrived; before authentication and the route's work.
+  registerTurnBudget(app)
   await registerOpenApi(app)
   // Before any route: these act on the routes that declare `config.bodyDefaults` / `config.idempotency`.
   registerBodyDefaults(app)

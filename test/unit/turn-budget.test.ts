@@ -1,0 +1,75 @@
+import assert from 'node:assert/strict'
+import net from 'node:net'
+import { describe, test } from 'node:test'
+import Fastify from 'fastify'
+import { registerTurnBudget, turnBudget } from '../../src/http/turn-budget.js'
+
+const nextTurn = () => new Promise<void>((resolve) => { setImmediate(resolve) })
+
+/** Requests started per turn of the event loop (src/http/turn-budget.ts). */
+describe('turn budget', () => {
+  test('starts at most its budget a turn, the rest in arrival order in the turns after', async () => {
+    const admit = turnBudget(3)
+    const started: number[][] = [[]]
+    for (let i = 0; i < 8; i++) admit(() => started.at(-1)!.push(i))
+    for (let turn = 0; turn < 3; turn++) {
+      started.push([])
+      await nextTurn()
+    }
+    assert.deepEqual(started.filter((turn) => turn.length > 0), [[0, 1, 2], [3, 4, 5], [6, 7]])
+  })
+
+  test('a request that comes while others wait queues behind them', async () => {
+    const admit = turnBudget(2)
+    const order: string[] = []
+    for (const id of ['a', 'b', 'c']) admit(() => order.push(id))
+    admit(() => order.push('d'))
+    await nextTurn()
+    admit(() => order.push('e'))
+    await nextTurn()
+    await nextTurn()
+    assert.deepEqual(order, ['a', 'b', 'c', 'd', 'e'])
+  })
+
+  test('a server accepts new connections while a burst of requests is being worked through', async () => {
+    // Each request takes 2 ms of synchronous work, as a busy route does. With a budget, a turn holds a few
+    // of them, so the connections opened meanwhile are accepted turn by turn (libuv accepts one a turn).
+    const app = Fastify()
+    registerTurnBudget(app, 2)
+    app.get('/', async () => {
+      const until = performance.now() + 2
+      while (performance.now() < until) { /* busy */ }
+      return { ok: true }
+    })
+    const address = await app.listen({ port: 0, host: '127.0.0.1' })
+    const { port } = new URL(address)
+    const accepted: number[] = []
+    app.server.on('connection', () => accepted.push(performance.now()))
+    const sockets: net.Socket[] = []
+    const open = () => new Promise<net.Socket>((resolve, reject) => {
+      const socket = net.connect(Number(port), '127.0.0.1', () => resolve(socket)).on('error', reject)
+      sockets.push(socket)
+    })
+    try {
+      const busy = await Promise.all(Array.from({ length: 40 }, open))
+      while (accepted.length < busy.length) await nextTurn()
+      // 40 requests at once, then 8 new connections: all 8 are accepted before the 40 are answered.
+      let answered = 0
+      const allAnswered = new Promise<number>((resolve) => {
+        for (const socket of busy) {
+          socket.once('data', () => { if (++answered === busy.length) resolve(performance.now()) })
+          socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n')
+        }
+      })
+      await nextTurn()
+      await Promise.all(Array.from({ length: 8 }, open))
+      const doneAt = await allAnswered
+      const lateAccepts = accepted.slice(busy.length)
+      assert.ok(lateAccepts.length === 8 && lateAccepts.every((at) => at < doneAt),
+        `${lateAccepts.filter((at) => at < doneAt).length} of 8 new connections accepted while the burst was answered`)
+    } finally {
+      for (const socket of sockets) socket.destroy()
+      await app.close()
+    }
+  })
+})
