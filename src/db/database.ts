@@ -7,7 +7,7 @@ import pg from 'pg'
 import type { DatabaseSchema } from './schema.js'
 import { configureCheckpoints } from './checkpointer.js'
 import { ConnectionLock, DurableBatch } from './durable-batch.js'
-import { BatchingSqliteDialect, BatchingSqliteDriver } from './sqlite-driver.js'
+import { allowDirectReads, BatchingSqliteDialect, BatchingSqliteDriver } from './sqlite-driver.js'
 import { guardedSqliteKysely } from './transaction-guard.js'
 
 export type DialectName = 'sqlite' | 'postgres'
@@ -152,6 +152,8 @@ function openSqlite(file: string): Database {
   const driver = new BatchingSqliteDriver(writer, reader, batch)
   // A query through `kysely` from inside one of its transactions throws rather than hangs (transaction-guard.ts).
   const kysely = guardedSqliteKysely<DatabaseSchema>(new BatchingSqliteDialect(driver), connection)
+  // reusableQuery's reads through `kysely` itself skip the lock and Kysely's executor (sqlite-driver.ts).
+  allowDirectReads(kysely, driver)
   return {
     kysely,
     dialect: 'sqlite',

@@ -16,7 +16,17 @@ import { assertNotInTransaction } from './transaction-guard.js'
  *   on the writer so that it sees its own writes. `:memory:` has no second connection; reads there run
  *   on the writer and may see released members (nothing there is durable anyway);
  * - PRAGMA, VACUUM, ATTACH and DETACH do not work inside a transaction: the open batch is committed first.
- * Every statement still waits its turn on the one connection (a FIFO lock), as Kysely's driver did.
+ * Every statement through Kysely waits its turn on the one connection (a FIFO lock), as Kysely's driver did.
+ *
+ * Direct reads, the one exception: a hot read that reusableQuery (reusable-query.ts) runs on the database
+ * itself (`db.kysely`, not a transaction nor a `connection()` block) goes straight to the reader's cached
+ * statement, synchronously, without the lock and without Kysely's executor (directReaderOf below). The
+ * lock guards the writer only, and the reader sees the last COMMIT whoever holds the lock, so such a read
+ * need not wait behind a transaction or a group commit (db/group-commit.ts holds the lock across turns
+ * until its COMMIT): it answers from the same committed snapshot it would have read on its turn, or an
+ * older one that its caller could equally have seen. Only read-only statements that return rows take it;
+ * anything else, and every query on `:memory:` (no reader), takes the path above. A direct read from
+ * inside one of the database's transactions is refused as the lock would have been (transaction-guard.ts).
  */
 
 /** Statements SQLite ignores or refuses inside a transaction. */
@@ -54,7 +64,7 @@ class Scope implements DatabaseConnection {
   }
 }
 
-export class BatchingSqliteDriver implements Driver {
+export class BatchingSqliteDriver implements Driver, DirectReader {
   readonly batch: DurableBatch
 
   constructor(
@@ -108,6 +118,29 @@ export class BatchingSqliteDriver implements Driver {
     if (this.writer.connection.open) this.writer.connection.close()
   }
 
+  get hasReader(): boolean {
+    return this.reader !== undefined
+  }
+
+  /**
+   * A direct read (see the rules at the top): a read-only statement that returns rows, on the reader, at
+   * once and without the lock. Undefined for anything else, which the caller runs through Kysely.
+   */
+  read(compiled: CompiledQuery): unknown[] | undefined {
+    const { reader } = this
+    if (reader === undefined) return undefined
+    const { sql, parameters } = compiled
+    if (OUTSIDE_TRANSACTIONS.test(sql)) return undefined
+    // The same refusals as asking for the connection: from inside one of this database's transactions
+    // a query through it is a mistake (it would wait for that transaction on any other path), and a
+    // closed database answers nothing.
+    assertNotInTransaction(this.writer.connection)
+    if (this.batch.isClosed) throw new Error('The database is closed')
+    const statement = reader.prepare(sql)
+    if (!statement.readonly || !statement.reader) return undefined
+    return statement.all(parameters as unknown[])
+  }
+
   /** Runs one statement for a holder of the connection (see the rules at the top). */
   run(scope: Scope, compiled: CompiledQuery): QueryResult<unknown> {
     const { sql, parameters } = compiled
@@ -140,6 +173,28 @@ export class BatchingSqliteDriver implements Driver {
     scope.joined(batch)
     return result
   }
+}
+
+/** Runs a compiled query directly on a store's reader connection (see the rules at the top). */
+export interface DirectReader {
+  /** The rows, read synchronously; undefined when the query must take Kysely's path instead. */
+  read(compiled: CompiledQuery): unknown[] | undefined
+}
+
+/**
+ * Keyed by the Kysely instance itself: its transactions, `connection()` blocks and `withPlugin()` copies
+ * are other objects (a transaction shares its adapter and dialect), so they never find a direct reader.
+ */
+const directReaders = new WeakMap<object, DirectReader>()
+
+/** Lets reads through `kysely`, which runs on `driver`, take the direct path when the store has a reader. */
+export function allowDirectReads(kysely: object, driver: BatchingSqliteDriver): void {
+  if (driver.hasReader) directReaders.set(kysely, driver)
+}
+
+/** The direct reader of `db` when it is such a store's Kysely instance (not one of its transactions). */
+export function directReaderOf(db: object): DirectReader | undefined {
+  return directReaders.get(db)
 }
 
 /** Kysely's SQLite dialect (adapter, compiler, introspector) over the batching driver. */

@@ -1,12 +1,10 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, test } from 'node:test'
+import { describe, test } from 'node:test'
 import { sql } from 'kysely'
-import type { Database } from '../../src/db/database.js'
-import { migrateToLatest } from '../../src/db/migrate.js'
 import { fromTemplate, insertRows } from '../../src/db/query-template.js'
 import { reusableQuery } from '../../src/db/reusable-query.js'
 import { type HoldRequest, holdQuery, holdStatement } from '../../src/modules/mandates/repository.js'
-import { storeKinds, type TestStore } from '../helpers/stores.js'
+import { migratedStoreForSuite, storeKinds } from '../helpers/stores.js'
 
 /**
  * Templates (src/db/query-template.ts) compile to what Kysely builds each time, value for value, and
@@ -14,18 +12,12 @@ import { storeKinds, type TestStore } from '../helpers/stores.js'
  */
 for (const kind of storeKinds()) {
   describe(`query templates (${kind.name})`, () => {
-    let store: TestStore
-    let db: Database
-    before(async () => {
-      store = await kind.open()
-      db = store.db
-      await migrateToLatest(db)
+    const suite = migratedStoreForSuite(kind, async (db) => {
       await db.kysely.insertInto('accounts').values([
         { id: 'acct_a', name: 'a', created_at: '2026-11-24T12:00:00.000Z' },
         { id: 'acct_b', name: 'b', created_at: '2026-11-24T12:00:01.000Z' },
       ]).execute()
     })
-    after(async () => { await store.close() })
 
     const plain = (query: { compile(): { sql: string, parameters: readonly unknown[] } }) => {
       const { sql: text, parameters } = query.compile()
@@ -44,15 +36,15 @@ for (const kind of storeKinds()) {
         { ...base, amount: 1, currency: 'EUR', now: '2026-11-25T00:00:00.000Z' },
       ]
       for (const request of [...shapes, ...shapes.reverse()]) {
-        assert.deepEqual(filled(holdStatement(db.kysely, request)), plain(holdQuery(db.kysely, request)), JSON.stringify(request))
+        assert.deepEqual(filled(holdStatement(suite.db.kysely, request)), plain(holdQuery(suite.db.kysely, request)), JSON.stringify(request))
       }
     })
 
     test('inserts compile to Kysely\'s, with undefined columns left out, and rows of different columns fall back to Kysely', () => {
       const row = (id: string, extra: Record<string, unknown> = {}) => ({ id, name: `name ${id}`, created_at: '2026-11-24T10:00:00.000Z', ...extra })
       for (const rows of [[row('a')], [row('b'), row('c')], [row('d', { name: undefined })], [row('e'), row('f', { name: undefined })]]) {
-        const built = insertRows(db.kysely, 'accounts', rows as never)
-        const expected = plain(db.kysely.insertInto('accounts').values(rows as never))
+        const built = insertRows(suite.db.kysely, 'accounts', rows as never)
+        const expected = plain(suite.db.kysely.insertInto('accounts').values(rows as never))
         assert.deepEqual('compile' in built ? plain(built) : filled(built), expected, JSON.stringify(rows))
       }
     })
@@ -60,38 +52,38 @@ for (const kind of storeKinds()) {
     test('the filled query runs, and each call gets its own values', async () => {
       const at = '2026-11-24T10:00:00.000Z'
       for (const id of ['acct_t1', 'acct_t2']) {
-        const insert = insertRows(db.kysely, 'accounts', [{ id, name: `n-${id}`, created_at: at }])
-        await db.kysely.executeQuery('compile' in insert ? insert.compile() : insert)
+        const insert = insertRows(suite.db.kysely, 'accounts', [{ id, name: `n-${id}`, created_at: at }])
+        await suite.db.kysely.executeQuery('compile' in insert ? insert.compile() : insert)
       }
-      const byId = (id: string) => fromTemplate<{ name: string }>(db.kysely, 'account name', [id], ([slot]) => db.kysely.selectFrom('accounts').select('name').where('id', '=', slot!))
-      assert.deepEqual((await db.kysely.executeQuery(byId('acct_t1'))).rows, [{ name: 'n-acct_t1' }])
-      assert.deepEqual((await db.kysely.executeQuery(byId('acct_t2'))).rows, [{ name: 'n-acct_t2' }])
+      const byId = (id: string) => fromTemplate<{ name: string }>(suite.db.kysely, 'account name', [id], ([slot]) => suite.db.kysely.selectFrom('accounts').select('name').where('id', '=', slot!))
+      assert.deepEqual((await suite.db.kysely.executeQuery(byId('acct_t1'))).rows, [{ name: 'n-acct_t1' }])
+      assert.deepEqual((await suite.db.kysely.executeQuery(byId('acct_t2'))).rows, [{ name: 'n-acct_t2' }])
     })
 
     test('refuses a template that does not take one of its values as a parameter', () => {
-      assert.throws(() => fromTemplate(db.kysely, 'broken', ['x'], () => db.kysely.selectFrom('accounts').select('id').where(sql<boolean>`1 = 1`)), /not a parameter/)
+      assert.throws(() => fromTemplate(suite.db.kysely, 'broken', ['x'], () => suite.db.kysely.selectFrom('accounts').select('id').where(sql<boolean>`1 = 1`)), /not a parameter/)
     })
 
     test('reusableQuery answers each call with its own arguments, in the order the query uses them', async () => {
       const byNameAndId = reusableQuery<{ id: string }, [string, string]>((executor, name, id) =>
         executor.selectFrom('accounts').select('id').where('id', '=', id).where('name', '=', name))
-      assert.deepEqual(await byNameAndId(db.kysely, 'a', 'acct_a'), [{ id: 'acct_a' }])
-      assert.deepEqual(await byNameAndId(db.kysely, 'b', 'acct_b'), [{ id: 'acct_b' }])
-      assert.deepEqual(await byNameAndId(db.kysely, 'a', 'acct_b'), [])
+      assert.deepEqual(await byNameAndId(suite.db.kysely, 'a', 'acct_a'), [{ id: 'acct_a' }])
+      assert.deepEqual(await byNameAndId(suite.db.kysely, 'b', 'acct_b'), [{ id: 'acct_b' }])
+      assert.deepEqual(await byNameAndId(suite.db.kysely, 'a', 'acct_b'), [])
     })
 
     test('reusableQuery keeps the query\'s own constants, and runs inside a transaction too', async () => {
       const named = reusableQuery<{ id: string }, [string]>((executor, id) =>
         executor.selectFrom('accounts').select('id').where('id', '=', id).where('name', 'in', ['a', 'x']))
-      assert.deepEqual(await named(db.kysely, 'acct_a'), [{ id: 'acct_a' }])
-      assert.deepEqual(await named(db.kysely, 'acct_b'), [])
-      const inTransaction = await db.kysely.transaction().execute((trx) => named(trx, 'acct_a'))
+      assert.deepEqual(await named(suite.db.kysely, 'acct_a'), [{ id: 'acct_a' }])
+      assert.deepEqual(await named(suite.db.kysely, 'acct_b'), [])
+      const inTransaction = await suite.db.kysely.transaction().execute((trx) => named(trx, 'acct_a'))
       assert.deepEqual(inTransaction, [{ id: 'acct_a' }])
     })
 
     test('reusableQuery refuses a query that does not take one of its arguments as a parameter', async () => {
       const broken = reusableQuery<{ id: string }, [string]>((executor) => executor.selectFrom('accounts').select('id').where(sql<boolean>`1 = 1`))
-      await assert.rejects(broken(db.kysely, 'acct_a'), /not a parameter/)
+      await assert.rejects(broken(suite.db.kysely, 'acct_a'), /not a parameter/)
     })
   })
 }
