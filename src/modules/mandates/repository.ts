@@ -53,7 +53,11 @@ export function hold(trx: Executor, p: HoldRequest): Promise<MandateRow | undefi
   return holdQuery(trx, p).returningAll().executeTakeFirst()
 }
 
-/** The conditional update of hold(), to run as part of a larger statement. */
+/**
+ * The conditional update of hold(), to run as part of a larger statement. Its terms are one `and` built
+ * with one expression builder: Kysely makes a builder (some 6 KB) for every callback, and this runs for
+ * every payment.
+ */
 export function holdQuery(db: Executor, p: HoldRequest) {
   return db.updateTable('mandates')
     .set((eb) => ({
@@ -63,27 +67,31 @@ export function holdQuery(db: Executor, p: HoldRequest) {
       updated_at: p.now,
       ...(p.consume === true ? { status: 'consumed' as const } : {}),
     }))
-    .where('id', '=', p.mandateId)
-    .where('account_id', '=', p.accountId)
-    .where('status', '=', 'active')
-    .where('expires_at', '>', p.now)
-    .where((eb) => eb.or([eb('not_before', 'is', null), eb('not_before', '<=', p.now)]))
-    .where((eb) => eb.or([eb('usage', '=', 'multi_use'), eb('uses_count', '=', 0)]))
-    .where('currency', '=', p.currency)
-    .where('max_amount', '>=', p.amount)
-    .where((eb) => eb(eb('amount_used', '+', p.amount), '<=', eb.ref('budget_amount')))
-    // AP2 terms (migration 0009), null on plain mandates: the least amount, the most uses, one payment per window.
-    .where((eb) => eb.or([eb('min_amount', 'is', null), eb('min_amount', '<=', p.amount)]))
-    .where((eb) => eb.or([eb('max_uses', 'is', null), eb('uses_count', '<', eb.ref('max_uses'))]))
-    .where((eb) => eb.or([
-      eb('recurrence_frequency', 'is', null),
-      eb('last_payment_at', 'is', null),
-      ...(p.recurrenceFloor === undefined ? [] : [eb('last_payment_at', '<=', p.recurrenceFloor)]),
+    .where((eb) => eb.and([
+      eb('id', '=', p.mandateId),
+      eb('account_id', '=', p.accountId),
+      eb('status', '=', 'active'),
+      eb('expires_at', '>', p.now),
+      eb.or([eb('not_before', 'is', null), eb('not_before', '<=', p.now)]),
+      eb.or([eb('usage', '=', 'multi_use'), eb('uses_count', '=', 0)]),
+      eb('currency', '=', p.currency),
+      eb('max_amount', '>=', p.amount),
+      eb(eb('amount_used', '+', p.amount), '<=', eb.ref('budget_amount')),
+      // AP2 terms (migration 0009), null on plain mandates: the least amount, the most uses, one payment per window.
+      eb.or([eb('min_amount', 'is', null), eb('min_amount', '<=', p.amount)]),
+      eb.or([eb('max_uses', 'is', null), eb('uses_count', '<', eb.ref('max_uses'))]),
+      eb.or([
+        eb('recurrence_frequency', 'is', null),
+        eb('last_payment_at', 'is', null),
+        ...(p.recurrenceFloor === undefined ? [] : [eb('last_payment_at', '<=', p.recurrenceFloor)]),
+      ]),
+      ...(p.unchangedSince === undefined ? [] : [eb('updated_at', '=', p.unchangedSince)]),
+      // An agent's key pays only while the agent is active: its key may still be in another process's cache.
+      ...(p.agentId === undefined ? [] : [
+        eb('agent_id', '=', p.agentId),
+        eb.exists(eb.selectFrom('agents').select('agents.id').where('agents.id', '=', p.agentId).where('agents.status', '=', 'active')),
+      ]),
     ]))
-    .$if(p.unchangedSince !== undefined, (q) => q.where('updated_at', '=', p.unchangedSince!))
-    // An agent's key pays only while the agent is active: its key may still be in another process's cache.
-    .$if(p.agentId !== undefined, (q) => q.where('agent_id', '=', p.agentId!)
-      .where((eb) => eb.exists(eb.selectFrom('agents').select('agents.id').where('agents.id', '=', p.agentId!).where('agents.status', '=', 'active'))))
 }
 
 /** findMandateQuery compiled once (db/query-template.ts), for the SQLite group commit's piece. */
