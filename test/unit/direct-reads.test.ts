@@ -4,7 +4,8 @@ import { type Database, type Executor, openDatabase } from '../../src/db/databas
 import { migrateToLatest } from '../../src/db/migrate.js'
 import { reusableQuery } from '../../src/db/reusable-query.js'
 import { QueryInsideTransactionError } from '../../src/db/transaction-guard.js'
-import { migratedStoreForSuite, storeKinds } from '../helpers/stores.js'
+import { migratedStoreForSuite } from '../helpers/suite-store.js'
+import { storeKinds } from '../helpers/stores.js'
 
 /**
  * Direct reads (src/db/sqlite-driver.ts, src/db/reusable-query.ts): on the SQLite store, reusableQuery's

@@ -4,7 +4,8 @@ import { sql } from 'kysely'
 import { fromTemplate, insertRows } from '../../src/db/query-template.js'
 import { reusableQuery } from '../../src/db/reusable-query.js'
 import { type HoldRequest, holdQuery, holdStatement } from '../../src/modules/mandates/repository.js'
-import { migratedStoreForSuite, storeKinds } from '../helpers/stores.js'
+import { migratedStoreForSuite } from '../helpers/suite-store.js'
+import { storeKinds } from '../helpers/stores.js'
 
 /**
  * Templates (src/db/query-template.ts) compile to what Kysely builds each time, value for value, and
