@@ -6,6 +6,8 @@ export interface Config {
   readonly host: string
   /** A postgres:// URL, or undefined for the embedded SQLite store. */
   readonly databaseUrl: string | undefined
+  /** PostgreSQL: run hot statements as named prepared statements (off behind a transaction-mode pooler). */
+  readonly databasePreparedStatements: boolean
   readonly dataDir: string
   readonly redisUrl: string | undefined
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
@@ -106,6 +108,7 @@ export function loadConfig(env: Env = process.env): Config {
     port: read('PORT', integer(0, 65535), 3000),
     host: read('HOST', text, '127.0.0.1'),
     databaseUrl: read<string | undefined>('DATABASE_URL', url(['postgres:', 'postgresql:']), undefined),
+    databasePreparedStatements: read('DATABASE_PREPARED_STATEMENTS', boolean, true),
     dataDir: path.resolve(read('DATA_DIR', text, './data')),
     redisUrl: read<string | undefined>('REDIS_URL', url(['redis:', 'rediss:']), undefined),
     logLevel: read('LOG_LEVEL', oneOf(LOG_LEVELS), 'info'),

@@ -1,11 +1,13 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import SQLite from 'better-sqlite3'
-import { Kysely, sql, type Transaction } from 'kysely'
+import { type CompiledQuery, Kysely, sql, type Transaction } from 'kysely'
 import { OwnSchemaPostgresDialect } from './own-schema-introspector.js'
 import pg from 'pg'
 import type { DatabaseSchema } from './schema.js'
 import { configureCheckpoints } from './checkpointer.js'
+import { runTogether } from './pg-script.js'
+import { PreparingClient } from './prepared-statements.js'
 import { ConnectionLock, DurableBatch } from './durable-batch.js'
 import { allowDirectReads, BatchingSqliteDialect, BatchingSqliteDriver } from './sqlite-driver.js'
 import { guardedSqliteKysely } from './transaction-guard.js'
@@ -41,10 +43,15 @@ export interface SqliteHandle extends StatementCache {
 /** The PostgreSQL pool, for what Kysely cannot express (db/statement-batch.ts). */
 export interface PostgresHandle {
   /**
-   * Sends statements without parameters as one simple query: PostgreSQL runs them in one implicit
-   * transaction, all or none, in one round trip. Resolves with each statement's rows, in order.
+   * Runs the queries in one implicit transaction, all or none, in one round trip, each as a prepared
+   * statement (pg-script.ts). Resolves with each query's rows, in order.
    */
-  script(text: string): Promise<Array<{ rows: unknown[] }>>
+  runTogether(queries: readonly CompiledQuery[]): Promise<Array<{ rows: unknown[] }>>
+  /**
+   * False when prepared statements are off (DATABASE_PREPARED_STATEMENTS=false): runTogether then takes
+   * one query at a time, which runs unnamed with its parameters.
+   */
+  readonly prepares: boolean
 }
 
 export interface Database {
@@ -72,6 +79,8 @@ export interface DatabaseOptions {
   /** PostgreSQL schema to work in (tests give each run its own). */
   postgresSchema?: string
   poolSize?: number
+  /** PostgreSQL: named prepared statements (prepared-statements.ts); default true. */
+  preparedStatements?: boolean
   /**
    * Client-side bound on every PostgreSQL query, so that an unresponsive server costs a request a quick
    * 503 rather than a hang. 0 turns it off (migrations, which may wait on another process's lock).
@@ -90,7 +99,7 @@ const POOL_WAIT_TIMEOUT_MS = 10_000
  * pg-pool uses one option, connectionTimeoutMillis, both to open a connection and to wait for a free
  * one. Each client gets the short connect timeout through this subclass; the pool keeps the long wait.
  */
-class QuickConnectClient extends pg.Client {
+class QuickConnectClient extends PreparingClient {
   constructor(config?: pg.ClientConfig) {
     super({ ...config, connectionTimeoutMillis: CONNECT_TIMEOUT_MS })
   }
@@ -191,6 +200,8 @@ function openPostgres(url: string, options: DatabaseOptions): Database {
     types: pgTypes,
     // An unreachable server fails each request fast (503); an unresponsive one within the query timeout.
     Client: QuickConnectClient,
+    // pg-pool hands its options to each client it makes (PreparingClient reads this one).
+    ...{ prepareStatements: options.preparedStatements !== false },
     connectionTimeoutMillis: POOL_WAIT_TIMEOUT_MS,
     ...(options.queryTimeoutMs !== 0 ? { query_timeout: options.queryTimeoutMs ?? SERVING_QUERY_TIMEOUT_MS } : {}),
     ...(options.postgresSchema ? { options: `-c search_path=${options.postgresSchema}` } : {}),
@@ -205,10 +216,8 @@ function openPostgres(url: string, options: DatabaseOptions): Database {
     dialect: 'postgres',
     singleProcess: false,
     postgres: {
-      script: async (text) => {
-        const results: pg.QueryResult | pg.QueryResult[] = await pool.query(text)
-        return Array.isArray(results) ? results : [results]
-      },
+      runTogether: (queries) => runTogether(pool, queries),
+      prepares: options.preparedStatements !== false,
     },
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     ping: async () => { await sql`select 1`.execute(kysely) },
@@ -218,8 +227,13 @@ function openPostgres(url: string, options: DatabaseOptions): Database {
 
 /** The store the configuration selects: PostgreSQL for a postgres:// DATABASE_URL, else SQLite in DATA_DIR. */
 export function openConfiguredDatabase(
-  config: { databaseUrl: string | undefined, dataDir: string },
+  config: { databaseUrl: string | undefined, dataDir: string, databasePreparedStatements?: boolean },
   options: Pick<DatabaseOptions, 'queryTimeoutMs' | 'poolSize'> = {},
 ): Database {
-  return openDatabase({ databaseUrl: config.databaseUrl, sqlitePath: path.join(config.dataDir, 'wishpay.db'), ...options })
+  return openDatabase({
+    databaseUrl: config.databaseUrl,
+    sqlitePath: path.join(config.dataDir, 'wishpay.db'),
+    ...(config.databasePreparedStatements === false ? { preparedStatements: false } : {}),
+    ...options,
+  })
 }

@@ -1,4 +1,5 @@
-import type { Compilable, CompiledQuery, Insertable } from 'kysely'
+import { type Compilable, type CompiledQuery, type Insertable, PostgresAdapter, type QueryExecutorProvider, type RawBuilder } from 'kysely'
+import { nameStatement } from './prepared-statements.js'
 import type { DatabaseSchema } from './schema.js'
 import type { Executor } from './database.js'
 
@@ -21,7 +22,8 @@ const templatesByAdapter = new WeakMap<object, Map<string, Template>>()
  * query costs more than SQLite takes to run it, so the statements every payment runs are compiled once.
  * `build` gets one slot per value, to put where the value goes; each slot must become a parameter (it
  * throws otherwise), so a value can never be spliced into the SQL text. `shape` names everything else
- * the query's text depends on: two calls with one shape must build the same query.
+ * the query's text depends on: two calls with one shape must build the same query. On PostgreSQL the
+ * template's text gets a name, so each connection prepares it once (prepared-statements.ts).
  */
 export function fromTemplate<R>(db: Executor, shape: string, values: readonly unknown[], build: (slots: readonly string[]) => Compilable<R>): CompiledQuery<R> {
   const adapter = db.getExecutor().adapter
@@ -34,10 +36,16 @@ export function fromTemplate<R>(db: Executor, shape: string, values: readonly un
     const valueOf = query.parameters.map((p) => slots.indexOf(p as string))
     if (slots.some((_, i) => !valueOf.includes(i))) throw new Error(`fromTemplate: a value is not a parameter of ${query.sql}`)
     if (templates.size >= MAX_SHAPES) templates.clear()
+    if (adapter instanceof PostgresAdapter) nameStatement(query.sql)
     templates.set(shape, template = { query, valueOf })
   }
   const { query, valueOf } = template
   return { ...query, parameters: valueOf.map((v, i) => (v === -1 ? query.parameters[i] : values[v])) } as CompiledQuery<R>
+}
+
+/** A raw SQL statement as a template's `build` result. */
+export function compilable<R>(provider: QueryExecutorProvider, statement: RawBuilder<R>): Compilable<R> {
+  return { compile: () => statement.compile(provider) }
 }
 
 type Table = keyof DatabaseSchema & string

@@ -1,6 +1,5 @@
-import { createQueryId, type Kysely, PostgresQueryCompiler, type QueryResult, type RawBuilder } from 'kysely'
+import type { CompiledQuery, QueryResult } from 'kysely'
 import type { PostgresHandle } from './database.js'
-import type { DatabaseSchema } from './schema.js'
 
 /** Runs a statement, as its own transaction or in one shared with statements submitted at the same time. */
 export interface StatementBatch {
@@ -9,7 +8,7 @@ export interface StatementBatch {
    * locks first (a mandate): a shared transaction runs its statements in the order of these keys, so two
    * of them always lock rows in the same order and never deadlock each other.
    */
-  run<R>(statement: RawBuilder<R>, lockKey: string): Promise<QueryResult<R>>
+  run<R>(statement: CompiledQuery<R>, lockKey: string): Promise<QueryResult<R>>
 }
 
 export interface StatementBatchOptions {
@@ -20,25 +19,10 @@ export interface StatementBatchOptions {
 }
 
 interface Pending {
-  statement: RawBuilder<unknown>
+  statement: CompiledQuery<unknown>
   lockKey: string
   resolve(result: QueryResult<unknown>): void
   reject(error: unknown): void
-}
-
-/**
- * Compiles with every value written into the text as a literal (Kysely's own literal syntax: quotes
- * doubled, which is exact under PostgreSQL's default standard_conforming_strings), because a simple
- * query, the only way to send several statements in one round trip, takes no parameters.
- */
-class InlineValuesCompiler extends PostgresQueryCompiler {
-  protected override appendValue(value: unknown): void {
-    this.appendImmediateValue(value)
-  }
-}
-
-function inlined(statement: RawBuilder<unknown>): string {
-  return new InlineValuesCompiler().compileQuery(statement.toOperationNode(), createQueryId()).sql
 }
 
 /**
@@ -48,26 +32,24 @@ function inlined(statement: RawBuilder<unknown>): string {
  * by its lock until their commit; sharing a commit is what lets several of them through per WAL flush,
  * which `commit_delay` cannot do for transactions that wait on each other's row lock. In one round trip,
  * too, the lock is held only while PostgreSQL works: a transaction of several round trips would hold it
- * while the answer to each waited for a busy event loop.
+ * while the answer to each waited for a busy event loop. Each statement is a prepared statement run by
+ * `EXECUTE` (pg-script.ts), so PostgreSQL plans a payment's write once per connection, not per payment.
  *
  * A statement is atomic, and so is the transaction: if any statement of a shared transaction fails, it
  * rolls back whole and every statement of it runs again alone, so each caller gets its own statement's
  * outcome, and nothing is committed twice (a statement that depends on being new, an idempotency
  * record, finds itself already taken if a lost COMMIT acknowledgement did commit).
  */
-export function createStatementBatch(
-  db: { kysely: Kysely<DatabaseSchema>, postgres: PostgresHandle },
-  options: StatementBatchOptions = {},
-): StatementBatch {
-  const { kysely, postgres } = db
-  const maxBatch = options.maxBatch ?? 64
+export function createStatementBatch(postgres: PostgresHandle, options: StatementBatchOptions = {}): StatementBatch {
+  // Without prepared statements a script cannot carry values: each statement runs alone, with its own.
+  const maxBatch = postgres.prepares ? options.maxBatch ?? 64 : 1
   const maxInFlight = options.maxInFlight ?? 4
   const queue: Pending[] = []
   let inFlight = 0
   let scheduled = false
 
   function runAlone(item: Pending): Promise<void> {
-    return item.statement.execute(kysely).then(item.resolve, item.reject)
+    return postgres.runTogether([item.statement]).then((results) => item.resolve({ rows: results[0]!.rows }), item.reject)
   }
 
   async function runShared(items: Pending[]): Promise<void> {
@@ -75,7 +57,7 @@ export function createStatementBatch(
     items.sort((a, b) => (a.lockKey < b.lockKey ? -1 : a.lockKey > b.lockKey ? 1 : 0))
     let results: Array<{ rows: unknown[] }>
     try {
-      results = await postgres.script(items.map((item) => inlined(item.statement)).join(';\n'))
+      results = await postgres.runTogether(items.map((item) => item.statement))
     } catch {
       // Which statement failed, and whether for its own reason, only running each alone can tell.
       await Promise.all(items.map(runAlone))
@@ -104,9 +86,9 @@ export function createStatementBatch(
   }
 
   return {
-    run<R>(statement: RawBuilder<R>, lockKey: string): Promise<QueryResult<R>> {
+    run<R>(statement: CompiledQuery<R>, lockKey: string): Promise<QueryResult<R>> {
       return new Promise<QueryResult<R>>((resolve, reject) => {
-        queue.push({ statement, lockKey, resolve: resolve as (result: QueryResult<unknown>) => void, reject })
+        queue.push({ statement: statement as CompiledQuery<unknown>, lockKey, resolve: resolve as (result: QueryResult<unknown>) => void, reject })
         schedule()
       })
     },

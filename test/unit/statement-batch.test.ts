@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { sql } from 'kysely'
+import { type RawBuilder, sql } from 'kysely'
 import { createStatementBatch, type StatementBatchOptions } from '../../src/db/statement-batch.js'
 import { openStore, type PostgresTestStore } from '../helpers/stores.js'
 
@@ -23,20 +23,21 @@ describe('statement batch (postgres)', { skip: !pgUrl && 'PostgreSQL only (TEST_
   })
   after(async () => { await store.close() })
 
-  const batchOf = (options?: StatementBatchOptions) => createStatementBatch({ kysely: kysely(), postgres: store.db.postgres! }, options)
+  const batchOf = (options?: StatementBatchOptions) => createStatementBatch(store.db.postgres!, options)
+  const q = <R>(statement: RawBuilder<R>) => statement.compile(kysely())
   const txid = () => sql<{ tx: string }>`select txid_current()::text as tx`
 
   test('statements submitted in the same turn run in one transaction; one submitted alone runs in its own', async () => {
     const batch = batchOf({ maxInFlight: 1 })
-    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => batch.run(txid(), `k${i % 3}`)))
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => batch.run(q(txid()), `k${i % 3}`)))
     assert.equal(new Set(results.map((r) => r.rows[0]!.tx)).size, 1)
-    const alone = await batch.run(txid(), 'k')
+    const alone = await batch.run(q(txid()), 'k')
     assert.notEqual(alone.rows[0]!.tx, results[0]!.rows[0]!.tx)
   })
 
   test('a batch is at most maxBatch statements, and what waits while one is in flight forms the next', async () => {
     const batch = batchOf({ maxBatch: 8, maxInFlight: 1 })
-    const results = await Promise.all(Array.from({ length: 30 }, () => batch.run(txid(), 'k')))
+    const results = await Promise.all(Array.from({ length: 30 }, () => batch.run(q(txid()), 'k')))
     const sizes = new Map<string, number>()
     for (const r of results) sizes.set(r.rows[0]!.tx, (sizes.get(r.rows[0]!.tx) ?? 0) + 1)
     assert.deepEqual([...sizes.values()].sort((a, b) => a - b), [6, 8, 8, 8])
@@ -46,7 +47,7 @@ describe('statement batch (postgres)', { skip: !pgUrl && 'PostgreSQL only (TEST_
     const batch = batchOf()
     await sql`insert into notes (id) values ('taken')`.execute(kysely())
     const ids = ['a', 'b', 'taken', 'c', 'd']
-    const outcomes = await Promise.allSettled(ids.map((id) => batch.run(sql`insert into notes (id) values (${id}) returning id`, id)))
+    const outcomes = await Promise.allSettled(ids.map((id) => batch.run(q(sql`insert into notes (id) values (${id}) returning id`), id)))
     assert.deepEqual(outcomes.map((o) => o.status), ['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled'])
     assert.match(String((outcomes[2] as PromiseRejectedResult).reason), /duplicate key/)
     const rows = await sql<{ id: string }>`select id from notes order by id`.execute(kysely())
@@ -57,7 +58,7 @@ describe('statement batch (postgres)', { skip: !pgUrl && 'PostgreSQL only (TEST_
     const batch = batchOf()
     await sql`create table odd (id text primary key, body text, n bigint)`.execute(kysely())
     const values = ["o'brien", 'back\\slash \\x00', '$1 $2', "'); drop table notes; --", 'ünï €😀', '\n\t', "''"]
-    await Promise.all(values.map((v, i) => batch.run(sql`insert into odd (id, body, n) values (${`v${i}`}, ${v}, ${i === 0 ? null : 10 ** 12 + i})`, `v${i}`)))
+    await Promise.all(values.map((v, i) => batch.run(q(sql`insert into odd (id, body, n) values (${`v${i}`}, ${v}, ${i === 0 ? null : 10 ** 12 + i})`), `v${i}`)))
     const rows = await sql<{ id: string, body: string, n: string | null }>`select id, body, n::text from odd order by id`.execute(kysely())
     assert.deepEqual(rows.rows.map((r) => r.body), values)
     assert.deepEqual(rows.rows.map((r) => r.n), [null, ...values.slice(1).map((_, i) => String(10 ** 12 + i + 1))])
@@ -72,7 +73,7 @@ describe('statement batch (postgres)', { skip: !pgUrl && 'PostgreSQL only (TEST_
     // Each caller takes one from a row, in an order that differs between callers.
     const results = await Promise.all(Array.from({ length: 200 }, (_, i) => {
       const id = rows[(i * 7) % rows.length]!
-      return batch.run(sql<{ id: string }>`update counters set n = n - 1 where id = ${id} and n > 0 returning id`, id)
+      return batch.run(q(sql<{ id: string }>`update counters set n = n - 1 where id = ${id} and n > 0 returning id`), id)
     }))
     const taken = results.filter((r) => r.rows.length === 1).length
     assert.equal(taken, 150)

@@ -3,7 +3,6 @@ import type { Executor } from '../../db/database.js'
 import { isUniqueViolation } from '../../db/errors.js'
 import { rowToJson } from '../../db/dialect.js'
 import { tryAdvisoryXactLock } from '../../db/locking.js'
-import { insertRowsAfter } from '../../db/pg-statement.js'
 import { insertRows } from '../../db/query-template.js'
 import { reusableQuery } from '../../db/reusable-query.js'
 import type { IdempotencyKeysTable } from '../../db/schema.js'
@@ -66,12 +65,7 @@ export function insertNew(db: Executor, record: IdempotencyRecord) {
   return insertRows(db, 'idempotency_keys', [record])
 }
 
-/** insertNew as one step of a PostgreSQL statement, taking effect only if the step `after` produced a row. */
-export function insertNewAfter(record: IdempotencyRecord, after: string) {
-  return insertRowsAfter('idempotency_keys', [record], after)
-}
-
-/** The failure of insertNew or insertNewAfter: the key already has a record. */
+/** The failure of insertNew, or of a payment's write statement (payments/repository.ts): the key already has a record. */
 export function keyTaken(error: unknown): boolean {
   return isUniqueViolation(error)
 }

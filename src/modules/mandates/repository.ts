@@ -105,11 +105,23 @@ const HOLD_VALUES = ['accountId', 'mandateId', 'amount', 'currency', 'now', 'age
 const everyHoldValue: Exclude<keyof HoldRequest, 'consume' | (typeof HOLD_VALUES)[number]> extends never ? true : never = true
 void everyHoldValue
 
-/** holdQuery compiled once per shape (which terms it has), for the SQLite group commit's piece. */
-export function holdStatement(db: Executor, p: HoldRequest) {
+/**
+ * holdQuery as a template (db/query-template.ts): its shape (which terms it has), its values, and the
+ * query built from one slot per value.
+ */
+export function holdTemplate(db: Executor, p: HoldRequest) {
   const named = HOLD_VALUES.filter((k) => p[k] !== undefined)
-  return fromTemplate(db, `hold ${p.consume === true} ${named.join()}`, named.map((k) => p[k]), (slots) =>
-    holdQuery(db, { ...Object.fromEntries(named.map((k, i) => [k, slots[i]])), consume: p.consume } as unknown as HoldRequest))
+  return {
+    shape: `hold ${p.consume === true} ${named.join()}`,
+    values: named.map((k) => p[k]),
+    build: (slots: readonly string[]) => holdQuery(db, { ...Object.fromEntries(named.map((k, i) => [k, slots[i]])), consume: p.consume } as unknown as HoldRequest),
+  }
+}
+
+/** holdQuery compiled once per shape, for the SQLite group commit's piece. */
+export function holdStatement(db: Executor, p: HoldRequest) {
+  const { shape, values, build } = holdTemplate(db, p)
+  return fromTemplate(db, shape, values, build)
 }
 
 /**

@@ -1,13 +1,13 @@
-import { type Kysely, type RawBuilder, sql } from 'kysely'
+import { type CompiledQuery, type Kysely, sql } from 'kysely'
 import type { Executor } from '../../db/database.js'
 import { forUpdate, rowToJson } from '../../db/dialect.js'
 import { inWindow } from '../../db/paging.js'
-import { fromTemplate, insertRows } from '../../db/query-template.js'
+import { compilable, fromTemplate, insertRows } from '../../db/query-template.js'
 import { reusableQuery } from '../../db/reusable-query.js'
-import { insertRowsAfter } from '../../db/pg-statement.js'
+import { insertJsonAfter } from '../../db/pg-statement.js'
 import type { DatabaseSchema, EventsTable, PaymentsTable, RefundsTable } from '../../db/schema.js'
 import { inBatches, insertJobs, type JobRow } from '../queue/repository.js'
-import { insertNewAfter, type IdempotencyRecord } from '../idempotency/repository.js'
+import type { IdempotencyRecord } from '../idempotency/repository.js'
 import type { Window } from '../../lib/paging.js'
 import * as mandates from '../mandates/repository.js'
 import type { PaymentPlan } from './plan.js'
@@ -172,15 +172,28 @@ export async function readForPayment(kysely: Kysely<DatabaseSchema>, accountId: 
  * The plan as one statement, so one transaction and one round trip. The hold decides: the idempotency
  * record is inserted only if it took effect, and the rest only if the record was. A record under the
  * key fails the insert with a unique violation (its conflict rule, idempotency/repository.ts), and with
- * it the whole statement.
+ * it the whole statement. Compiled once per shape (the hold's terms, the rows' columns, jobs or none),
+ * so that PostgreSQL can prepare it (db/prepared-statements.ts).
  */
-export function writePlanStatement(kysely: Kysely<DatabaseSchema>, plan: PaymentPlan, record: IdempotencyRecord): RawBuilder<{ saved: number }> {
-  const steps = [
-    sql`held as (${mandates.holdQuery(kysely, plan.hold).returning('id')})`,
-    sql`saved as (${insertNewAfter(record, 'held')} returning 1)`,
-    sql`payment as (${insertRowsAfter('payments', [plan.payment], 'saved')})`,
-    sql`event as (${insertRowsAfter('events', plan.events, 'saved')})`,
+export function writePlanStatement(kysely: Kysely<DatabaseSchema>, plan: PaymentPlan, record: IdempotencyRecord): CompiledQuery<{ saved: number }> {
+  const hold = mandates.holdTemplate(kysely, plan.hold)
+  const inserts: Array<[table: keyof DatabaseSchema, rows: object[], after: string]> = [
+    ['idempotency_keys', [record], 'held'],
+    ['payments', [plan.payment], 'saved'],
+    ['events', plan.events, 'saved'],
+    ...(plan.jobs.length > 0 ? [['jobs', plan.jobs, 'saved'] as [keyof DatabaseSchema, object[], string]] : []),
   ]
-  if (plan.jobs.length > 0) steps.push(sql`job as (${insertRowsAfter('jobs', plan.jobs, 'saved')})`)
-  return sql<{ saved: number }>`with ${sql.join(steps)} select (select count(*) from saved) as saved`
+  const columns = inserts.map(([, rows]) => Object.keys(rows[0]!))
+  const shape = `write plan ${hold.shape} ${inserts.map(([table], i) => `${table}(${columns[i]!.join()})`).join(' ')}`
+  const values = [...hold.values, ...inserts.map(([, rows]) => JSON.stringify(rows))]
+  return fromTemplate(kysely, shape, values, (slots) => {
+    const json = slots.slice(hold.values.length)
+    const [saved, ...rest] = inserts.map(([table, , after], i) => insertJsonAfter(table, columns[i]!, json[i]!, after))
+    const steps = [
+      sql`held as (${hold.build(slots.slice(0, hold.values.length)).returning('id')})`,
+      sql`saved as (${saved} returning 1)`,
+      ...rest.map((step, i) => sql`${sql.id(['payment', 'event', 'job'][i]!)} as (${step})`),
+    ]
+    return compilable(kysely, sql<{ saved: number }>`with ${sql.join(steps)} select (select count(*) from saved) as saved`)
+  })
 }

@@ -60,7 +60,7 @@ export function createSingleWrite(deps: { db: Database, clock: Clock, processor:
    * statements of other payments submitted at the same time (db/statement-batch.ts).
    */
   const statementWrite = (): CreateInOneWrite => {
-    const batch = createStatementBatch({ kysely, postgres: db.postgres! }, batchOptions)
+    const batch = createStatementBatch(db.postgres!, batchOptions)
     return async (ctx, body, pending) => {
       const input = plainInput(body)
       if (!input) return undefined
