@@ -3,6 +3,7 @@ import type { Executor } from '../../db/database.js'
 import { forUpdate, rowToJson } from '../../db/dialect.js'
 import { inWindow } from '../../db/paging.js'
 import { compilable, fromTemplate, insertRows } from '../../db/query-template.js'
+import { batchedLookup } from '../../db/batched-lookup.js'
 import { reusableQuery } from '../../db/reusable-query.js'
 import { insertJsonAfter } from '../../db/pg-statement.js'
 import type { DatabaseSchema, EventsTable, PaymentsTable, RefundsTable } from '../../db/schema.js'
@@ -28,8 +29,10 @@ export async function insertPaymentWrites(db: Executor, rows: { payment?: Paymen
 }
 
 // GET /payments/:id runs these on every request.
-const paymentOfAccount = reusableQuery<PaymentRow, [string, string]>((db, accountId, id) =>
-  db.selectFrom('payments').selectAll().where('account_id', '=', accountId).where('id', '=', id))
+const paymentOfAccount = batchedLookup<PaymentRow, [string, string]>(['account_id', 'id'],
+  (db, accountId, id) => db.selectFrom('payments').selectAll().where('account_id', '=', accountId).where('id', '=', id),
+  (db, keys) => compilable(db, sql<PaymentRow & { i: number }>`select q.i, p.* from json_to_recordset(${keys}::json) as q(i int, account_id text, id text)
+    cross join lateral (select * from payments where payments.account_id = q.account_id and payments.id = q.id limit 1) p`))
 const paymentOfAgent = reusableQuery<PaymentRow, [string, string, string]>((db, accountId, id, agentId) =>
   db.selectFrom('payments').selectAll().where('account_id', '=', accountId).where('id', '=', id).where('mandate_id', 'in', mandatesOfAgent(db, agentId)))
 const paymentById = reusableQuery<PaymentRow, [string]>((db, id) => db.selectFrom('payments').selectAll().where('id', '=', id))
@@ -151,20 +154,27 @@ export function planWriteQueries(db: Executor, plan: Pick<PaymentPlan, 'payment'
   ]
 }
 
+type MandateAndEndpoints = { mandate: mandates.MandateRow | null, endpoints: { id: string, events: string }[] | null }
+const enabledEndpointsJson = sql<{ id: string, events: string }[]>`coalesce(json_agg(json_build_object('id', id, 'events', events)), '[]'::json)`
+
 /** The mandate and the account's enabled webhook endpoints, in one round trip (PostgreSQL). */
-const mandateAndEndpoints = reusableQuery<{ mandate: mandates.MandateRow | null, endpoints: { id: string, events: string }[] | null }, [string, string]>((db, accountId, mandateId) =>
-  db.selectNoFrom((eb) => [
+const mandateAndEndpoints = batchedLookup<MandateAndEndpoints, [string, string]>(['account_id', 'mandate_id'],
+  (db, accountId, mandateId) => db.selectNoFrom((eb) => [
     eb.selectFrom('mandates').select(rowToJson<mandates.MandateRow>('mandates').as('mandate'))
       .where('account_id', '=', accountId).where('id', '=', mandateId)
       .as('mandate'),
     eb.selectFrom('webhook_endpoints')
-      .select(sql<{ id: string, events: string }[]>`coalesce(json_agg(json_build_object('id', id, 'events', events)), '[]'::json)`.as('endpoints'))
+      .select(enabledEndpointsJson.as('endpoints'))
       .where('account_id', '=', accountId).where('status', '=', 'enabled')
       .as('endpoints'),
-  ]))
+  ]),
+  (db, keys) => compilable(db, sql<MandateAndEndpoints & { i: number }>`select q.i,
+    (select row_to_json(mandates) from mandates where mandates.account_id = q.account_id and mandates.id = q.mandate_id) as mandate,
+    (select ${enabledEndpointsJson} from webhook_endpoints where webhook_endpoints.account_id = q.account_id and webhook_endpoints.status = 'enabled') as endpoints
+    from json_to_recordset(${keys}::json) as q(i int, account_id text, mandate_id text)`))
 
-export async function readForPayment(kysely: Kysely<DatabaseSchema>, accountId: string, mandateId: string) {
-  const [row] = await mandateAndEndpoints(kysely, accountId, mandateId)
+export async function readForPayment(db: Executor, accountId: string, mandateId: string) {
+  const [row] = await mandateAndEndpoints(db, accountId, mandateId)
   return { mandate: row?.mandate ?? undefined, endpoints: row?.endpoints ?? [] }
 }
 

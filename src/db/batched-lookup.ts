@@ -1,0 +1,72 @@
+import { type Compilable, PostgresAdapter } from 'kysely'
+import type { Executor } from './database.js'
+import { fromTemplate } from './query-template.js'
+import { reusableQuery } from './reusable-query.js'
+
+/** Keys in one query at most: the JSON parameter stays short, and a burst makes several queries in parallel. */
+const MAX_KEYS = 64
+
+interface Waiting {
+  args: string[]
+  resolve(rows: unknown[]): void
+  reject(error: unknown): void
+}
+
+let lookups = 0
+
+/**
+ * A lookup by key that PostgreSQL answers for many callers in one round trip. Lookups through the
+ * database itself (not a transaction) submitted in the same turn of the event loop go together as one
+ * query, `many`: its one parameter, `keys`, is the JSON array of their keys (objects with the names in
+ * `fields`, and the caller's index `i`), and each row it returns carries the `i` it answers. On a busy
+ * server a round trip costs node-pg, the kernel and PostgreSQL more than such a query does
+ * (docs/performance.md, fourth pass). Everything else (SQLite, which reads in-process; a transaction)
+ * runs `one` (a reusableQuery). Both must find the same rows: test/unit/batched-lookup.test.ts holds the
+ * lookups of this codebase to that.
+ *
+ * `many` should look each key up in a LATERAL subquery with a LIMIT, or a correlated subquery, so that
+ * PostgreSQL runs one index lookup a key whatever it guesses of the number of keys.
+ */
+export function batchedLookup<R, A extends string[]>(
+  fields: { [I in keyof A]: string },
+  one: (db: Executor, ...args: A) => Compilable<R>,
+  many: (db: Executor, keys: string) => Compilable<R & { i: number }>,
+) {
+  const shape = `batched lookup ${lookups++}`
+  const single = reusableQuery<R, A>(one)
+  const waitingByDb = new WeakMap<Executor, Waiting[]>()
+
+  function flush(db: Executor): void {
+    const waiting = waitingByDb.get(db)!
+    waitingByDb.delete(db)
+    for (let start = 0; start < waiting.length; start += MAX_KEYS) {
+      const chunk = waiting.slice(start, start + MAX_KEYS)
+      const keys = JSON.stringify(chunk.map((w, i) => ({ ...Object.fromEntries(fields.map((f, n) => [f, w.args[n]])), i })))
+      const query = fromTemplate(db, shape, [keys], ([slot]) => many(db, slot!))
+      db.executeQuery(query).then(({ rows }) => {
+        const answers: unknown[][] = chunk.map(() => [])
+        for (const row of rows) {
+          const { i, ...rest } = row
+          answers[i]!.push(rest)
+        }
+        chunk.forEach((w, i) => w.resolve(answers[i]!))
+      }, () => {
+        // Whatever failed the query, no caller's key may fail another's: each is looked up alone.
+        for (const w of chunk) single(db, ...(w.args as A)).then(w.resolve, w.reject)
+      })
+    }
+  }
+
+  return (db: Executor, ...args: A): Promise<R[]> => {
+    if (db.isTransaction || !(db.getExecutor().adapter instanceof PostgresAdapter)) return single(db, ...args)
+    return new Promise<R[]>((resolve, reject) => {
+      let waiting = waitingByDb.get(db)
+      if (waiting === undefined) {
+        waitingByDb.set(db, waiting = [])
+        // A turn later: the lookups of the requests this turn started go together.
+        setImmediate(flush, db)
+      }
+      waiting.push({ args, resolve: resolve as (rows: unknown[]) => void, reject })
+    })
+  }
+}

@@ -1,0 +1,112 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import { sql } from 'kysely'
+import { type Database, type Executor, openDatabase } from '../../src/db/database.js'
+import { migrateToLatest } from '../../src/db/migrate.js'
+import { loadConfig } from '../../src/config.js'
+import { systemClock } from '../../src/lib/clock.js'
+import * as idempotency from '../../src/modules/idempotency/repository.js'
+import * as payments from '../../src/modules/payments/repository.js'
+import { createServices } from '../../src/services.js'
+import { openStore, type PostgresTestStore } from '../helpers/stores.js'
+
+/**
+ * Batched lookups (src/db/batched-lookup.ts): on PostgreSQL the lookups through the database itself
+ * submitted in one turn go as one query, and each caller gets what its own query would have found. The
+ * lookups of this codebase are checked here against their one-key form, which runs in a transaction (and
+ * on SQLite): the payment by account, the live idempotency record, a payment's mandate and endpoints.
+ */
+
+const pgUrl = process.env.TEST_DATABASE_URL
+
+describe('batched lookups (postgres)', { skip: !pgUrl && 'PostgreSQL only (TEST_DATABASE_URL not set)' }, () => {
+  let store: PostgresTestStore
+  /** One connection: what it prepared, and how often each ran, is visible to the test. */
+  let one: Database
+  const seeded = { accounts: [] as string[], payments: [] as string[], mandates: [] as string[] }
+
+  before(async () => {
+    store = await openStore('postgres')
+    await migrateToLatest(store.db)
+    one = openDatabase({ databaseUrl: pgUrl!, postgresSchema: store.postgres.schema, poolSize: 1 })
+    const services = createServices({ config: loadConfig({}), db: store.db, clock: systemClock })
+    for (const name of ['first', 'second']) {
+      const { account_id: accountId } = await services.accounts.createKey(`batched-${name}`, 'write')
+      const ctx = { accountId, requestId: null }
+      const mandate = await services.mandates.create(ctx, {
+        protocol: 'ap2', max_amount: 1000, budget_amount: 10_000, usage: 'multi_use', currency: 'USD',
+        expires_at: new Date(Date.now() + 86_400_000).toISOString(),
+      })
+      const payment = await services.payments.create(ctx, { mandate_id: mandate.id, amount: 100, currency: 'USD', payment_method: 'card' })
+      seeded.accounts.push(accountId)
+      seeded.mandates.push(mandate.id)
+      seeded.payments.push(payment.id)
+      for (const [key, expires] of [['live', '2999-01-01T00:00:00.000Z'], ['expired', '2000-01-01T00:00:00.000Z']] as const) {
+        await idempotency.save(store.db.kysely, {
+          account_id: accountId, idempotency_key: `${key}-${name}`, fingerprint: 'f', response_status: 201,
+          response_body: `{"key":"${key}-${name}"}`, created_at: '2000-01-01T00:00:00.000Z', expires_at: expires,
+        }, '2000-01-01T00:00:00.000Z')
+      }
+    }
+  })
+  after(async () => {
+    await one.close()
+    await store.close()
+  })
+
+  /** Each case looked up in turn inside one transaction, where a lookup takes its one-key form. */
+  const aloneInTransaction = <C, R>(cases: readonly C[], lookup: (trx: Executor, c: C) => Promise<R>) =>
+    store.db.kysely.transaction().execute(async (trx) => {
+      const rows: R[] = []
+      for (const c of cases) rows.push(await lookup(trx, c))
+      return rows
+    })
+
+  /** Every pair of (account, id) from the seeded ones, plus one that does not exist. */
+  const pairs = (ids: string[]) => seeded.accounts.flatMap((account) => [...ids, 'missing'].map((id) => [account, id] as const))
+  const now = '2026-11-24T00:00:00.000Z'
+  const keys = () => seeded.accounts.flatMap((account) => ['live-first', 'live-second', 'expired-first', 'expired-second', 'missing'].map((key) => [account, key] as const))
+
+  test('the payments lookup, batched, finds what each key finds alone', async () => {
+    const db = store.db.kysely
+    const batched = await Promise.all(pairs(seeded.payments).map(([account, id]) => payments.findPayment(db, account, id)))
+    const alone = await aloneInTransaction(pairs(seeded.payments), (trx, [account, id]) => payments.findPayment(trx, account, id))
+    assert.deepEqual(batched, alone)
+    assert.deepEqual(batched.map((p) => p?.id), [seeded.payments[0], undefined, undefined, undefined, seeded.payments[1], undefined])
+  })
+
+  test('the live idempotency record lookup, batched, finds what each key finds alone (expired and other accounts\' keys included)', async () => {
+    const db = store.db.kysely
+    const batched = await Promise.all(keys().map(([account, key]) => idempotency.findLive(db, account, key, now)))
+    const alone = await aloneInTransaction(keys(), (trx, [account, key]) => idempotency.findLive(trx, account, key, now))
+    assert.deepEqual(batched, alone)
+    assert.deepEqual(batched.map((r) => r?.idempotency_key), ['live-first', undefined, undefined, undefined, undefined, undefined, 'live-second', undefined, undefined, undefined])
+  })
+
+  test('the mandate and endpoints lookup, batched, finds what each key finds alone', async () => {
+    await sql`insert into webhook_endpoints (id, account_id, url, secret, events, status, created_at, updated_at)
+      values ('we_batched', ${seeded.accounts[1]!}, 'https://example.com/hook', 'whsec_x', '["*"]', 'enabled', ${now}, ${now})`.execute(store.db.kysely)
+    const db = store.db.kysely
+    const batched = await Promise.all(pairs(seeded.mandates).map(([account, id]) => payments.readForPayment(db, account, id)))
+    const alone = await aloneInTransaction(pairs(seeded.mandates), (trx, [account, id]) => payments.readForPayment(trx, account, id))
+    assert.deepEqual(batched, alone)
+    assert.deepEqual(batched.map((r) => r.mandate?.id), [seeded.mandates[0], undefined, undefined, undefined, seeded.mandates[1], undefined])
+    assert.deepEqual(batched.map((r) => r.endpoints.length), [0, 0, 0, 1, 1, 1])
+  })
+
+  test('lookups submitted in one turn run as one query; a key the batch cannot take is looked up alone and fails alone', async () => {
+    const many = Array.from({ length: 20 }, (_, i) => payments.findPayment(one.kysely, seeded.accounts[i % 2]!, seeded.payments[i % 2]!))
+    assert.deepEqual((await Promise.all(many)).map((p) => p?.id), Array.from({ length: 20 }, (_, i) => seeded.payments[i % 2]))
+    const { rows } = await sql<{ runs: number }>`select (generic_plans + custom_plans)::int as runs from pg_prepared_statements
+      where statement like '%json_to_recordset%' and statement like '%from payments%'`.execute(one.kysely)
+    assert.deepEqual(rows, [{ runs: 1 }])
+    // A NUL cannot be text in PostgreSQL: the JSON of the whole batch fails, then each key runs alone.
+    const outcomes = await Promise.allSettled([
+      payments.findPayment(one.kysely, seeded.accounts[0]!, seeded.payments[0]!),
+      payments.findPayment(one.kysely, seeded.accounts[0]!, 'pay_\u0000'),
+      payments.findPayment(one.kysely, seeded.accounts[1]!, seeded.payments[1]!),
+    ])
+    assert.deepEqual(outcomes.map((o) => o.status), ['fulfilled', 'rejected', 'fulfilled'])
+    assert.deepEqual(outcomes.map((o) => (o.status === 'fulfilled' ? o.value?.id : undefined)), [seeded.payments[0], undefined, seeded.payments[1]])
+  })
+})
