@@ -48,6 +48,14 @@ export function compilable<R>(provider: QueryExecutorProvider, statement: RawBui
   return { compile: () => statement.compile(provider) }
 }
 
+/** A statement compiled for the database it runs on. */
+export type Statement = CompiledQuery<unknown>
+
+/** A statement as a CompiledQuery, whichever of the two insertRows (or a builder) gave. */
+export function compiled<R>(statement: Compilable<R> | CompiledQuery<R>): CompiledQuery<R> {
+  return 'compile' in statement ? statement.compile() : statement
+}
+
 type Table = keyof DatabaseSchema & string
 
 /**

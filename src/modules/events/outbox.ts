@@ -1,9 +1,9 @@
 import type { Executor } from '../../db/database.js'
+import { compiled, insertRows, type Statement } from '../../db/query-template.js'
 import type { EventsTable } from '../../db/schema.js'
-import { insertJobs, type JobRow, jobRow } from '../queue/repository.js'
+import { inBatches, type JobRow, jobRow } from '../queue/repository.js'
 import { newId } from '../../lib/ids.js'
 import { type EndpointRow, enabledEndpoints } from '../webhooks/repository.js'
-import { insertEvents } from './repository.js'
 import type { EventType } from './types.js'
 
 /** The job that delivers one event to one webhook endpoint. */
@@ -73,12 +73,22 @@ export function deliveryJobs(events: EventsTable[], endpoints: Pick<EndpointRow,
  */
 export async function recordEvents(trx: Executor, inputs: EventInput[]): Promise<string[]> {
   const rows = eventRows(inputs)
-  await insertEvents(trx, rows)
   const endpoints = new Map<string, Awaited<ReturnType<typeof enabledEndpoints>>>()
   for (const accountId of new Set(rows.map((row) => row.account_id))) endpoints.set(accountId, await endpointsFor(trx, accountId))
-  const jobs = rows.flatMap((row) => deliveryJobs([row], endpoints.get(row.account_id)!))
-  await insertJobs(trx, jobs)
+  for (const statement of outboxStatements(trx, rows, (accountId) => endpoints.get(accountId)!)) await trx.executeQuery(statement)
   return rows.map((row) => row.id)
+}
+
+/**
+ * The statements that write events into the outbox with their deliveries (recordEvents), given each
+ * account's enabled endpoints: for a caller that runs them itself, in one round trip.
+ */
+export function outboxStatements(db: Executor, rows: EventsTable[], endpointsOf: (accountId: string) => Pick<EndpointRow, 'id' | 'events'>[]): Statement[] {
+  const jobs = rows.flatMap((row) => deliveryJobs([row], endpointsOf(row.account_id)))
+  return [
+    ...(rows.length > 0 ? [insertRows(db, 'events', rows)] : []),
+    ...inBatches(jobs).map((batch) => insertRows(db, 'jobs', batch)),
+  ].map(compiled)
 }
 
 /** One event: see recordEvents. */

@@ -6,11 +6,6 @@ import type { EventType } from './types.js'
 
 export type EventRow = EventsTable
 
-/** Writes events (rows made by outbox.ts eventRows) in one statement. */
-export async function insertEvents(db: Executor, rows: EventRow[]): Promise<void> {
-  if (rows.length > 0) await db.insertInto('events').values(rows).execute()
-}
-
 export function findEvent(db: Executor, accountId: string, id: string): Promise<EventRow | undefined> {
   return db.selectFrom('events').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst()
 }

@@ -1,4 +1,7 @@
+import { sql } from 'kysely'
+import { batchedLookup } from '../../db/batched-lookup.js'
 import type { Executor, Trx } from '../../db/database.js'
+import { compilable } from '../../db/query-template.js'
 import { lockAccountRow } from '../accounts/repository.js'
 import { inWindow } from '../../db/paging.js'
 import type { WebhookAttemptsTable, WebhookEndpointsTable } from '../../db/schema.js'
@@ -32,9 +35,15 @@ export function findEndpointById(db: Executor, id: string): Promise<EndpointRow 
 }
 
 /** The enabled endpoints of an account, for fanning an event out. */
-export function enabledEndpoints(db: Executor, accountId: string): Promise<Pick<EndpointRow, 'id' | 'events'>[]> {
-  return db.selectFrom('webhook_endpoints').select(['id', 'events'])
-    .where('account_id', '=', accountId).where('status', '=', 'enabled').execute()
+type EnabledEndpoint = Pick<EndpointRow, 'id' | 'events'>
+const enabledEndpointsOf = batchedLookup<EnabledEndpoint, [string]>(['account_id'],
+  (db, accountId) => db.selectFrom('webhook_endpoints').select(['id', 'events']).where('account_id', '=', accountId).where('status', '=', 'enabled'),
+  // offset 0 keeps the subquery a subquery: one index lookup per key.
+  (db, keys) => compilable(db, sql<EnabledEndpoint & { i: number }>`select q.i, e.id, e.events from json_to_recordset(${keys}::json) as q(i int, account_id text)
+    cross join lateral (select id, events from webhook_endpoints where webhook_endpoints.account_id = q.account_id and webhook_endpoints.status = 'enabled' offset 0) e`))
+
+export function enabledEndpoints(db: Executor, accountId: string): Promise<EnabledEndpoint[]> {
+  return enabledEndpointsOf(db, accountId)
 }
 
 export async function updateEndpoint(db: Executor, accountId: string, id: string, changes: Partial<EndpointRow>): Promise<void> {

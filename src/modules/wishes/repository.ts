@@ -2,6 +2,7 @@ import { type ExpressionBuilder, type SelectQueryBuilder, sql } from 'kysely'
 import type { Executor } from '../../db/database.js'
 import { forUpdate } from '../../db/dialect.js'
 import { inWindow } from '../../db/paging.js'
+import { fromTemplate, insertRows } from '../../db/query-template.js'
 import type { DatabaseSchema, WishesTable } from '../../db/schema.js'
 import { randomIndex } from '../../lib/ids.js'
 import type { Window } from '../../lib/paging.js'
@@ -10,8 +11,9 @@ import type { WishStatus } from './transitions.js'
 export type WishRow = WishesTable
 export type WishChanges = Partial<Omit<WishRow, 'id' | 'account_id' | 'created_at'>>
 
-export async function insertWish(db: Executor, row: WishRow): Promise<void> {
-  await db.insertInto('wishes').values(row).execute()
+/** The insert of a new wish, compiled once (db/query-template.ts). */
+export function insertWishStatement(db: Executor, row: WishRow) {
+  return insertRows(db, 'wishes', [row])
 }
 
 export function findWish(db: Executor, accountId: string, id: string): Promise<WishRow | undefined> {
@@ -95,16 +97,22 @@ export type CountChanges = Partial<Record<WishStatus, number>>
  * two transactions always take counter locks in the same order and never deadlock on them.
  */
 export async function adjustWishCounts(trx: Executor, accountId: string, changes: CountChanges): Promise<void> {
+  const statement = wishCountsStatement(trx, accountId, changes)
+  if (statement) await trx.executeQuery(statement)
+}
+
+/** adjustWishCounts' statement (undefined when nothing changes), compiled once per set of statuses. */
+export function wishCountsStatement(db: Executor, accountId: string, changes: CountChanges) {
   const slot = randomIndex(SLOTS)
   const rows = Object.entries(changes)
     .filter(([, n]) => n !== 0)
     .sort(([a], [b]) => (a < b ? -1 : 1))
     .map(([status, n]) => ({ account_id: accountId, status, slot, n: n! }))
-  if (rows.length === 0) return
-  await trx.insertInto('wish_counts').values(rows)
-    .onConflict((oc) => oc.columns(['account_id', 'status', 'slot'])
-      .doUpdateSet((eb) => ({ n: eb(eb.ref('wish_counts.n'), '+', eb.ref('excluded.n')) })))
-    .execute()
+  if (rows.length === 0) return undefined
+  return fromTemplate(db, `wish counts ${rows.map((r) => r.status).join()}`, rows.flatMap((r) => [r.account_id, r.slot, r.n]), (slots) =>
+    db.insertInto('wish_counts').values(rows.map((r, i) => ({ account_id: slots[i * 3]!, status: r.status, slot: slots[i * 3 + 1] as unknown as number, n: slots[i * 3 + 2] as unknown as number })))
+      .onConflict((oc) => oc.columns(['account_id', 'status', 'slot'])
+        .doUpdateSet((eb) => ({ n: eb(eb.ref('wish_counts.n'), '+', eb.ref('excluded.n')) }))))
 }
 
 /** Open statuses whose lapsed wishes read as expired; they move from the first count to the second. */

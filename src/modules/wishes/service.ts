@@ -1,12 +1,14 @@
 import type { Config } from '../../config.js'
-import type { Database } from '../../db/database.js'
+import type { Database, Executor } from '../../db/database.js'
+import { compiled } from '../../db/query-template.js'
 import { errors, FieldErrors } from '../../lib/errors.js'
 import { listPage } from '../../lib/paging.js'
 import { type Clock, toTimestamp } from '../../lib/clock.js'
 import { fitsMinorUnit } from '../../lib/currency.js'
 import { newId } from '../../lib/ids.js'
 import type { RequestContext } from '../../lib/request-context.js'
-import { recordEvent } from '../events/outbox.js'
+import { eventRows, outboxStatements, recordEvent } from '../events/outbox.js'
+import { enabledEndpoints } from '../webhooks/repository.js'
 import { inTransaction } from '../../db/transaction.js'
 import { findAgent } from '../agents/repository.js'
 import { capExpiryForWish as capMandateExpiry, expireDue as expireDueMandates } from '../mandates/repository.js'
@@ -156,11 +158,21 @@ export function createWishService(deps: WishServiceDeps) {
       }
       problems.throwIfAny()
       const wish = toWish(row, stamp)
-      await inTransaction(db, ctx, async (trx) => {
-        await repo.insertWish(trx, row)
-        await adjustWishCounts(trx, ctx.accountId, { active: 1 })
-        await recordEvent(trx, { accountId: ctx.accountId, type: 'wish.created', object: wish, requestId: ctx.requestId, createdAt: stamp })
-      })
+      const events = eventRows([{ accountId: ctx.accountId, type: 'wish.created', object: wish, requestId: ctx.requestId, createdAt: stamp }])
+      /** Every row the creation writes, whichever way it runs. */
+      const writes = (trx: Executor, endpoints: Awaited<ReturnType<typeof enabledEndpoints>>) => [
+        compiled(repo.insertWishStatement(trx, row)),
+        repo.wishCountsStatement(trx, ctx.accountId, { active: 1 })!,
+        ...outboxStatements(trx, events, () => endpoints),
+      ]
+      if (ctx.transaction === undefined && db.postgres?.prepares === true) {
+        // PostgreSQL, no idempotency key: every statement in one round trip, one implicit transaction.
+        await db.postgres.runTogether(writes(db.kysely, await enabledEndpoints(db.kysely, ctx.accountId)))
+      } else {
+        await inTransaction(db, ctx, async (trx) => {
+          for (const statement of writes(trx, await enabledEndpoints(trx, ctx.accountId))) await trx.executeQuery(statement)
+        })
+      }
       return wish
     },
 
