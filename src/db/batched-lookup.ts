@@ -1,5 +1,6 @@
 import { type Compilable, PostgresAdapter } from 'kysely'
 import type { Executor } from './database.js'
+import { isDatabaseUnavailable } from './errors.js'
 import { fromTemplate } from './query-template.js'
 import { reusableQuery } from './reusable-query.js'
 
@@ -21,8 +22,9 @@ let lookups = 0
  * `fields`, and the caller's index `i`), and each row it returns carries the `i` it answers. On a busy
  * server a round trip costs node-pg, the kernel and PostgreSQL more than such a query does
  * (docs/performance.md, fourth pass). Everything else (SQLite, which reads in-process; a transaction)
- * runs `one` (a reusableQuery). Both must find the same rows: test/unit/batched-lookup.test.ts holds the
- * lookups of this codebase to that.
+ * runs `one` (a reusableQuery). A batch that fails for another reason than an unavailable database is
+ * retried key by key, so one caller's key never fails another's. Both must find the same rows:
+ * test/unit/batched-lookup.test.ts holds the lookups of this codebase to that.
  *
  * `many` should look each key up in a LATERAL subquery with a LIMIT, or a correlated subquery, so that
  * PostgreSQL runs one index lookup a key whatever it guesses of the number of keys.
@@ -50,9 +52,11 @@ export function batchedLookup<R, A extends string[]>(
           answers[i]!.push(rest)
         }
         chunk.forEach((w, i) => w.resolve(answers[i]!))
-      }, () => {
-        // Whatever failed the query, no caller's key may fail another's: each is looked up alone.
-        for (const w of chunk) single(db, ...(w.args as A)).then(w.resolve, w.reject)
+      }, (error: unknown) => {
+        // A database that cannot answer fails every caller at once, as their own queries would (not after
+        // a second timeout each); any other failure may be one caller's key's, so each is looked up alone.
+        if (isDatabaseUnavailable(error)) for (const w of chunk) w.reject(error)
+        else for (const w of chunk) single(db, ...(w.args as A)).then(w.resolve, w.reject)
       })
     }
   }
