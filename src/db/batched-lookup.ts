@@ -41,24 +41,32 @@ export function batchedLookup<R, A extends string[]>(
   function flush(db: Executor): void {
     const waiting = waitingByDb.get(db)!
     waitingByDb.delete(db)
-    for (let start = 0; start < waiting.length; start += MAX_KEYS) {
-      const chunk = waiting.slice(start, start + MAX_KEYS)
+    for (let start = 0; start < waiting.length; start += MAX_KEYS) void lookUp(db, waiting.slice(start, start + MAX_KEYS))
+  }
+
+  /** Answers every caller of `chunk`, whatever happens: none is left waiting. */
+  async function lookUp(db: Executor, chunk: Waiting[]): Promise<void> {
+    let rows: Array<Record<string, unknown>>
+    try {
       const keys = JSON.stringify(chunk.map((w, i) => ({ ...Object.fromEntries(fields.map((f, n) => [f, w.args[n]])), i })))
-      const query = fromTemplate(db, shape, [keys], ([slot]) => many(db, slot!))
-      db.executeQuery(query).then(({ rows }) => {
-        const answers: unknown[][] = chunk.map(() => [])
-        for (const row of rows) {
-          const { i, ...rest } = row
-          answers[i]!.push(rest)
-        }
-        chunk.forEach((w, i) => w.resolve(answers[i]!))
-      }, (error: unknown) => {
-        // A database that cannot answer fails every caller at once, as their own queries would (not after
-        // a second timeout each); any other failure may be one caller's key's, so each is looked up alone.
-        if (isDatabaseUnavailable(error)) for (const w of chunk) w.reject(error)
-        else for (const w of chunk) single(db, ...(w.args as A)).then(w.resolve, w.reject)
-      })
+      rows = (await db.executeQuery(fromTemplate(db, shape, [keys], ([slot]) => many(db, slot!)))).rows as Array<Record<string, unknown>>
+    } catch (error) {
+      // A database that cannot answer fails every caller at once, as their own queries would (not after
+      // a second timeout each); any other failure may be one caller's key's, so each is looked up alone.
+      if (isDatabaseUnavailable(error)) for (const w of chunk) w.reject(error)
+      else for (const w of chunk) single(db, ...(w.args as A)).then(w.resolve, w.reject)
+      return
     }
+    const answers: unknown[][] = chunk.map(() => [])
+    for (const { i, ...rest } of rows) {
+      const answer = answers[i as number]
+      if (answer === undefined) {
+        for (const w of chunk) w.reject(new Error(`batched lookup ${shape}: a row answers no key (i = ${String(i)})`))
+        return
+      }
+      answer.push(rest)
+    }
+    chunk.forEach((w, i) => w.resolve(answers[i]!))
   }
 
   return (db: Executor, ...args: A): Promise<R[]> => {

@@ -48,8 +48,8 @@ export interface PostgresHandle {
    */
   runTogether(queries: readonly CompiledQuery[]): Promise<Array<{ rows: unknown[] }>>
   /**
-   * False when prepared statements are off (DATABASE_PREPARED_STATEMENTS=false): runTogether then takes
-   * one query at a time, which runs unnamed with its parameters.
+   * False when prepared statements are off (DATABASE_PREPARED_STATEMENTS=false): runTogether then runs
+   * the queries unnamed with their parameters, one round trip each, in one transaction.
    */
   readonly prepares: boolean
 }

@@ -111,4 +111,34 @@ describe('prepared statements (postgres)', { skip: !pgUrl && 'PostgreSQL only (T
       await off.close()
     }
   })
+
+  test('EXECUTE arguments are exact whatever standard_conforming_strings says', async () => {
+    await sql`create table texts (id text primary key, body text)`.execute(store.db.kysely)
+    const batch = createStatementBatch(one.postgres!, { maxInFlight: 1 })
+    const insert = (id: string, body: string) => fromTemplate(one.kysely, 'test insert text', [id, body], ([i, b]) => compilable(one.kysely, sql`insert into texts (id, body) values (${i}, ${b})`))
+    const bodies = ["\\'); drop table texts; --", "\\", "it\\'s", "'\\'"]
+    try {
+      await sql`set standard_conforming_strings = off`.execute(one.kysely)
+      await Promise.all(bodies.map((body, i) => batch.run(insert(`off${i}`, body), `off${i}`)))
+    } finally {
+      await sql`set standard_conforming_strings = on`.execute(one.kysely)
+    }
+    await Promise.all(bodies.map((body, i) => batch.run(insert(`on${i}`, body), `on${i}`)))
+    const { rows } = await sql<{ id: string, body: string }>`select id, body from texts order by id`.execute(store.db.kysely)
+    assert.deepEqual(rows.map((r) => r.body), [...bodies, ...bodies])
+  })
+
+  test('without prepared names, several statements run one at a time in one transaction: all or none', async () => {
+    const off = openDatabase({ databaseUrl: pgUrl!, postgresSchema: store.postgres.schema, poolSize: 1, preparedStatements: false })
+    try {
+      await sql`create table pairs (id text primary key)`.execute(off.kysely)
+      const insert = (id: string) => sql`insert into pairs (id) values (${id})`.compile(off.kysely)
+      await off.postgres!.runTogether([insert('a'), insert('b')])
+      await assert.rejects(off.postgres!.runTogether([insert('c'), insert('a')]), /duplicate key/)
+      const { rows } = await sql<{ id: string }>`select id from pairs order by id`.execute(off.kysely)
+      assert.deepEqual(rows.map((r) => r.id), ['a', 'b'])
+    } finally {
+      await off.close()
+    }
+  })
 })
