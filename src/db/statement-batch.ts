@@ -6,9 +6,10 @@ export interface StatementBatch {
   /**
    * Resolves with the statement's result once it is committed. `lockKey` names the row the statement
    * locks first (a mandate): a shared transaction runs its statements in the order of these keys, so two
-   * of them always lock rows in the same order and never deadlock each other.
+   * of them always lock rows in the same order and never deadlock each other. Several statements (which
+   * need prepared statements on) run together, in order, and resolve with the last one's result.
    */
-  run<R>(statement: CompiledQuery<R>, lockKey: string): Promise<QueryResult<R>>
+  run<R>(statement: CompiledQuery<R> | readonly CompiledQuery[], lockKey: string): Promise<QueryResult<R>>
 }
 
 export interface StatementBatchOptions {
@@ -19,7 +20,7 @@ export interface StatementBatchOptions {
 }
 
 interface Pending {
-  statement: CompiledQuery<unknown>
+  statements: readonly CompiledQuery[]
   lockKey: string
   resolve(result: QueryResult<unknown>): void
   reject(error: unknown): void
@@ -49,7 +50,7 @@ export function createStatementBatch(postgres: PostgresHandle, options: Statemen
   let scheduled = false
 
   function runAlone(item: Pending): Promise<void> {
-    return postgres.runTogether([item.statement]).then((results) => item.resolve({ rows: results[0]!.rows }), item.reject)
+    return postgres.runTogether(item.statements).then((results) => item.resolve({ rows: results.at(-1)!.rows }), item.reject)
   }
 
   async function runShared(items: Pending[]): Promise<void> {
@@ -57,13 +58,14 @@ export function createStatementBatch(postgres: PostgresHandle, options: Statemen
     items.sort((a, b) => (a.lockKey < b.lockKey ? -1 : a.lockKey > b.lockKey ? 1 : 0))
     let results: Array<{ rows: unknown[] }>
     try {
-      results = await postgres.runTogether(items.map((item) => item.statement))
+      results = await postgres.runTogether(items.flatMap((item) => item.statements))
     } catch {
       // Which statement failed, and whether for its own reason, only running each alone can tell.
       await Promise.all(items.map(runAlone))
       return
     }
-    items.forEach((item, i) => item.resolve({ rows: results[i]!.rows }))
+    let end = 0
+    for (const item of items) item.resolve({ rows: results[(end += item.statements.length) - 1]!.rows })
   }
 
   function dispatch(): void {
@@ -86,9 +88,9 @@ export function createStatementBatch(postgres: PostgresHandle, options: Statemen
   }
 
   return {
-    run<R>(statement: CompiledQuery<R>, lockKey: string): Promise<QueryResult<R>> {
+    run<R>(statement: CompiledQuery<R> | readonly CompiledQuery[], lockKey: string): Promise<QueryResult<R>> {
       return new Promise<QueryResult<R>>((resolve, reject) => {
-        queue.push({ statement: statement as CompiledQuery<unknown>, lockKey, resolve: resolve as (result: QueryResult<unknown>) => void, reject })
+        queue.push({ statements: 'sql' in statement ? [statement] : statement, lockKey, resolve: resolve as (result: QueryResult<unknown>) => void, reject })
         schedule()
       })
     },

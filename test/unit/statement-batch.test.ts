@@ -35,6 +35,17 @@ describe('statement batch (postgres)', { skip: !pgUrl && 'PostgreSQL only (TEST_
     assert.notEqual(alone.rows[0]!.tx, results[0]!.rows[0]!.tx)
   })
 
+  test('an item of several statements runs them in order in the shared transaction, and resolves with the last one\'s rows', async () => {
+    const batch = batchOf({ maxInFlight: 1 })
+    await sql`create table pairs (id text primary key, n integer not null)`.execute(kysely())
+    const results = await Promise.all(['p', 'q', 'r'].map((id) => batch.run([
+      q(sql`insert into pairs (id, n) values (${id}, 1)`),
+      q(sql<{ n: number, tx: string }>`update pairs set n = n + 1 where id = ${id} returning n, txid_current()::text as tx`),
+    ], id)))
+    assert.deepEqual(results.map((r) => (r.rows[0] as { n: number }).n), [2, 2, 2])
+    assert.equal(new Set(results.map((r) => (r.rows[0] as { tx: string }).tx)).size, 1)
+  })
+
   test('a batch is at most maxBatch statements, and what waits while one is in flight forms the next', async () => {
     const batch = batchOf({ maxBatch: 8, maxInFlight: 1 })
     const results = await Promise.all(Array.from({ length: 30 }, () => batch.run(q(txid()), 'k')))

@@ -101,9 +101,14 @@ export async function adjustWishCounts(trx: Executor, accountId: string, changes
   if (statement) await trx.executeQuery(statement)
 }
 
-/** adjustWishCounts' statement (undefined when nothing changes), compiled once per set of statuses. */
-export function wishCountsStatement(db: Executor, accountId: string, changes: CountChanges) {
-  const slot = randomIndex(SLOTS)
+/** A counter slot, chosen at random for each change. */
+export const countSlot = () => randomIndex(SLOTS)
+
+/**
+ * adjustWishCounts' statement (undefined when nothing changes) on `slot`, compiled once per set of
+ * statuses.
+ */
+export function wishCountsStatement(db: Executor, accountId: string, changes: CountChanges, slot = countSlot()) {
   const rows = Object.entries(changes)
     .filter(([, n]) => n !== 0)
     .sort(([a], [b]) => (a < b ? -1 : 1))

@@ -1,6 +1,7 @@
 import type { Config } from '../../config.js'
 import type { Database, Executor } from '../../db/database.js'
 import { compiled } from '../../db/query-template.js'
+import { createStatementBatch } from '../../db/statement-batch.js'
 import { errors, FieldErrors } from '../../lib/errors.js'
 import { listPage } from '../../lib/paging.js'
 import { type Clock, toTimestamp } from '../../lib/clock.js'
@@ -132,6 +133,9 @@ export function createWishExpiry(deps: { db: Database, clock: Clock }) {
 
 export function createWishService(deps: WishServiceDeps) {
   const { db, clock, config } = deps
+  // PostgreSQL's group commit for new wishes; without prepared statements a wish's several statements
+  // cannot go in one script, and they take the transaction path.
+  const wishBatch = db.postgres?.prepares === true ? createStatementBatch(db.postgres) : undefined
 
   return {
     ...createWishExpiry(deps),
@@ -159,15 +163,17 @@ export function createWishService(deps: WishServiceDeps) {
       problems.throwIfAny()
       const wish = toWish(row, stamp)
       const events = eventRows([{ accountId: ctx.accountId, type: 'wish.created', object: wish, requestId: ctx.requestId, createdAt: stamp }])
+      const slot = repo.countSlot()
       /** Every row the creation writes, whichever way it runs. */
       const writes = (trx: Executor, endpoints: Awaited<ReturnType<typeof enabledEndpoints>>) => [
         compiled(repo.insertWishStatement(trx, row)),
-        repo.wishCountsStatement(trx, ctx.accountId, { active: 1 })!,
+        repo.wishCountsStatement(trx, ctx.accountId, { active: 1 }, slot)!,
         ...outboxStatements(trx, events, () => endpoints),
       ]
-      if (ctx.transaction === undefined && db.postgres?.prepares === true) {
-        // PostgreSQL, no idempotency key: every statement in one round trip, one implicit transaction.
-        await db.postgres.runTogether(writes(db.kysely, await enabledEndpoints(db.kysely, ctx.accountId)))
+      if (ctx.transaction === undefined && wishBatch !== undefined) {
+        // PostgreSQL, no idempotency key: the statements in one transaction shared with other wishes
+        // (db/statement-batch.ts), which take their counter rows in the order of (account, slot).
+        await wishBatch.run(writes(db.kysely, await enabledEndpoints(db.kysely, ctx.accountId)), `${ctx.accountId} ${slot}`)
       } else {
         await inTransaction(db, ctx, async (trx) => {
           for (const statement of writes(trx, await enabledEndpoints(trx, ctx.accountId))) await trx.executeQuery(statement)

@@ -5,10 +5,11 @@ import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.js'
 import { storeKinds } from '../helpers/stores.js'
 
 /**
- * POST /wishes on PostgreSQL without an Idempotency-Key writes its rows in one round trip (one implicit
- * transaction, modules/wishes/service.ts); with a key, in the request's transaction. Both must write the
- * same rows: the wish, its count, its event, a delivery for each endpoint that wants it. On SQLite both
- * requests take the transaction, and the test holds as well.
+ * POST /wishes on PostgreSQL without an Idempotency-Key writes its rows in a statement batch's shared
+ * transaction, in one round trip with other wishes (modules/wishes/service.ts); with a key, in the
+ * request's transaction. Both must write the same rows: the wish, its count, its event, a delivery for
+ * each endpoint that wants it; and many at once must neither deadlock nor count a wish twice. On SQLite
+ * both requests take the transaction, and the test holds as well.
  */
 
 for (const kind of storeKinds()) {
