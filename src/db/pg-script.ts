@@ -1,18 +1,27 @@
 import type { CompiledQuery } from 'kysely'
-import pg from 'pg'
+import type pg from 'pg'
 import { planChanged, type PreparingClient } from './prepared-statements.js'
 
 /**
- * A value as an `EXECUTE` argument: a literal quoted by node-pg's escapeLiteral (quotes doubled, and
- * backslashes too in an `E'…'` string, so it is exact whatever standard_conforming_strings says), which
- * PostgreSQL reads as the parameter's type, as it reads the text node-pg sends for a bound parameter.
- * The values of our statements are strings, numbers, booleans and nulls; anything else is refused before
- * a connection is taken.
+ * node-pg's escapeLiteral, the same text by two regular expressions: quotes doubled, and backslashes too
+ * in an `E'…'` string, so the literal is exact whatever standard_conforming_strings says. node-pg builds
+ * it a character at a time, which on the kilobytes of JSON a payment sends cost a third of PostgreSQL
+ * `POST /payments` throughput. test/unit/pg-script.test.ts holds the two to the same output.
+ */
+export function quoteLiteral(text: string): string {
+  const quoted = `'${text.replace(/'/g, "''")}'`
+  return text.includes('\\') ? ` E${quoted.replace(/\\/g, '\\\\')}` : quoted
+}
+
+/**
+ * A value as an `EXECUTE` argument: a quoted literal, which PostgreSQL reads as the parameter's type, as
+ * it reads the text node-pg sends for a bound parameter. The values of our statements are strings,
+ * numbers, booleans and nulls; anything else is refused before a connection is taken.
  */
 function asArgument(value: unknown): string {
   if (value === null || value === undefined) return 'null'
-  if (typeof value === 'string') return pg.escapeLiteral(value)
-  if (typeof value === 'number' || typeof value === 'bigint' || typeof value === 'boolean') return pg.escapeLiteral(String(value))
+  if (typeof value === 'string') return quoteLiteral(value)
+  if (typeof value === 'number' || typeof value === 'bigint' || typeof value === 'boolean') return quoteLiteral(String(value))
   throw new TypeError(`runTogether: a ${typeof value} value cannot be an EXECUTE argument`)
 }
 
