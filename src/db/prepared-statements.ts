@@ -62,16 +62,11 @@ export class PreparingClient extends pg.Client {
       return await super.query({ name: `${name}_${this.#generation}`, text, values })
     } catch (error) {
       if (!planChanged(error)) throw error
-      this.#replan()
+      this.forgetPlans()
       // node-pg tracks the status ReadyForQuery reports: 'I' is outside a transaction.
       if ((this as unknown as { getTransactionStatus(): string | null }).getTransactionStatus() !== 'I') throw error
       return super.query({ name: `${name}_${this.#generation}`, text, values })
     }
-  }
-
-  #replan(): void {
-    this.#generation++
-    this.#prepared.clear()
   }
 
   /**
@@ -89,8 +84,9 @@ export class PreparingClient extends pg.Client {
     return name
   }
 
-  /** After planChanged from a script's `EXECUTE`: prepare everything again before the next run. */
+  /** After planChanged: every statement of this connection is prepared again, under new names, before its next run. */
   forgetPlans(): void {
-    this.#replan()
+    this.#generation++
+    this.#prepared.clear()
   }
 }

@@ -81,7 +81,7 @@ export async function recordEvents(trx: Executor, inputs: EventInput[]): Promise
 
 /**
  * The statements that write events into the outbox with their deliveries (recordEvents), given each
- * account's enabled endpoints: for a caller that runs them itself, in one round trip.
+ * account's enabled endpoints: for a caller that runs them itself (a new wish, in a statement batch).
  */
 export function outboxStatements(db: Executor, rows: EventsTable[], endpointsOf: (accountId: string) => Pick<EndpointRow, 'id' | 'events'>[]): Statement[] {
   const jobs = rows.flatMap((row) => deliveryJobs([row], endpointsOf(row.account_id)))

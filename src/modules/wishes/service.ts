@@ -133,8 +133,8 @@ export function createWishExpiry(deps: { db: Database, clock: Clock }) {
 
 export function createWishService(deps: WishServiceDeps) {
   const { db, clock, config } = deps
-  // PostgreSQL's group commit for new wishes; without prepared statements a wish's several statements
-  // cannot go in one script, and they take the transaction path.
+  // PostgreSQL's group commit for new wishes. Without prepared statements the batch would run each wish
+  // alone, a round trip a statement, which is what the transaction path does already.
   const wishBatch = db.postgres?.prepares === true ? createStatementBatch(db.postgres) : undefined
 
   return {
