@@ -70,6 +70,22 @@ export function scrubLine(line: string): string {
   return line.replace(SECRET_SHAPES, (match) => (match.startsWith('{') ? '"[redacted bytes]"' : '[redacted]'))
 }
 
+let timeMs = Number.NaN
+let timeField = ''
+
+/**
+ * pino's isoTime, made once a millisecond: under load a server writes several lines a millisecond, and
+ * a Date and its toISOString each was 2 % of a GET's CPU (docs/performance.md, fifth pass). Same text.
+ */
+export function isoTime(): string {
+  const now = Date.now()
+  if (now !== timeMs) {
+    timeMs = now
+    timeField = `,"time":"${new Date(now).toISOString()}"`
+  }
+  return timeField
+}
+
 /** The options every Wishpay logger is built with; tests build loggers on their own streams with them. */
 export function loggerOptions(config: Pick<Config, 'logLevel'>): LoggerOptions {
   return {
@@ -78,7 +94,7 @@ export function loggerOptions(config: Pick<Config, 'logLevel'>): LoggerOptions {
     serializers: { err: serializeError, error: serializeError },
     hooks: { streamWrite: scrubLine },
     base: { service: 'wishpay' },
-    timestamp: pino.stdTimeFunctions.isoTime,
+    timestamp: isoTime,
   }
 }
 

@@ -1,6 +1,7 @@
 import type { Compilable, CompiledQuery } from 'kysely'
 import type { Database, SqliteHandle } from './database.js'
 import { isTransactionFatalSqliteError } from './errors.js'
+import { allRows } from './sqlite-rows.js'
 import { insideTransactionOn, QueryInsideTransactionError } from './transaction-guard.js'
 
 /** Runs Kysely-built queries synchronously on the SQLite connection, inside a group's transaction. */
@@ -53,7 +54,7 @@ export function createGroupCommit(db: Pick<Database, 'kysely'> & { sqlite: Sqlit
   const exec: SyncExecutor = {
     all<R>(query: Compilable<R> | CompiledQuery<R>): R[] {
       const compiled = compiledOf(query)
-      return sqlite.prepare(compiled.sql).all(compiled.parameters as unknown[]) as R[]
+      return allRows(sqlite.prepare(compiled.sql), compiled.parameters) as R[]
     },
     run(query: Compilable<unknown> | CompiledQuery<unknown>): number {
       const compiled = compiledOf(query)

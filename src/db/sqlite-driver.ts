@@ -2,6 +2,7 @@ import { type CompiledQuery, type DatabaseConnection, type Driver, type QueryRes
 import type { StatementCache } from './database.js'
 import { type Batch, DurableBatch } from './durable-batch.js'
 import { isTransactionFatalSqliteError } from './errors.js'
+import { allRows } from './sqlite-rows.js'
 import { assertNotInTransaction } from './transaction-guard.js'
 
 /**
@@ -33,7 +34,7 @@ import { assertNotInTransaction } from './transaction-guard.js'
 const OUTSIDE_TRANSACTIONS = /^\s*(pragma|vacuum|attach|detach)\b/i
 
 function execute(statement: ReturnType<StatementCache['prepare']>, parameters: readonly unknown[]): QueryResult<unknown> {
-  if (statement.reader) return { rows: statement.all(parameters as unknown[]) }
+  if (statement.reader) return { rows: allRows(statement, parameters) }
   const { changes, lastInsertRowid } = statement.run(parameters as unknown[])
   return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] }
 }
@@ -138,7 +139,7 @@ export class BatchingSqliteDriver implements Driver, DirectReader {
     if (this.batch.isClosed) throw new Error('The database is closed')
     const statement = reader.prepare(sql)
     if (!statement.readonly || !statement.reader) return undefined
-    return statement.all(parameters as unknown[])
+    return allRows(statement, parameters)
   }
 
   /** Runs one statement for a holder of the connection (see the rules at the top). */

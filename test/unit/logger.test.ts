@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { Writable } from 'node:stream'
 import { test } from 'node:test'
 import pino from 'pino'
-import { loggerOptions, scrubLine } from '../../src/logger.js'
+import { isoTime, loggerOptions, scrubLine } from '../../src/logger.js'
 
 const KEY = 'sk_4eC39HqLyjWDarjtT1zdp7dcAbCdEfGh'
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'
@@ -81,4 +81,18 @@ test('ordinary lines pass unchanged', () => {
   const line = '{"level":30,"request_id":"req_01m84nbkkafqm47q6dy2kp7r6a","route":"/wishes/:id","task":"task_abc","msg":"request"}\n'
   assert.equal(scrubLine(line), line)
   assert.equal(scrubLine('{"msg":"ask_questions_about_everything_here"}'), '{"msg":"ask_questions_about_everything_here"}')
+})
+
+test('isoTime writes what pino.stdTimeFunctions.isoTime writes, in the same millisecond and after it', async () => {
+  const first = isoTime()
+  assert.match(first, /^,"time":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"$/)
+  const pinoTime = pino.stdTimeFunctions.isoTime()
+  // A millisecond may pass between the two calls: then pino's is the later one.
+  assert.ok(first === pinoTime || first < pinoTime, `${first} vs ${pinoTime}`)
+  const before = isoTime()
+  const at = Date.now()
+  while (Date.now() === at) { /* into the next millisecond */ }
+  const later = isoTime()
+  assert.notEqual(later, before)
+  assert.equal(isoTime() <= pino.stdTimeFunctions.isoTime(), true)
 })
