@@ -101,46 +101,66 @@ export function loggerOptions(config: Pick<Config, 'logLevel'>): LoggerOptions {
 /**
  * JSON lines, or pino-pretty's readable lines when stdout is a terminal.
  *
- * JSON lines go to file descriptor 1 asynchronously (pino.destination with sync: false): a request's
- * line is queued and written with the lines of the requests around it, instead of one blocking write()
- * each. minLength 0 writes as soon as no write is in flight, so an idle server's lines (the listening
- * line that tests and operators wait for) are not held back. pino flushes the queue synchronously on
- * process exit, which covers a normal exit, the SIGTERM drain (server.ts ends it with process.exit) and
- * a fatal error (an uncaught exception exits through the same 'exit' event).
+ * JSON lines go to file descriptor 1 in one synchronous write() a turn of the event loop: the lines a
+ * turn logs are held (sonic-boom's minLength) and written together when the turn's I/O callbacks are done
+ * (linesByTurn), or sooner once they fill a write. The asynchronous destination this replaces wrote
+ * through libuv's thread pool: each write cost a thread hand-over and its wake-ups (about one futex call
+ * per request under load, 7-10 % of a GET's CPU: docs/performance.md, fifth pass), and lines it could not
+ * write yet piled up in memory. Written synchronously, as pino writes by default, a log reader slower than
+ * the server slows the server rather than growing its heap. An idle server's lines (the listening line
+ * that tests and operators wait for) go at the end of their turn. What is held is written on process
+ * exit, which covers a normal exit, the SIGTERM drain (server.ts ends it with process.exit) and a fatal
+ * error (an uncaught exception exits through the same 'exit' event).
  */
 export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
   if (process.stdout.isTTY) {
     return pino({ ...loggerOptions(config), transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l' } } })
   }
-  const destination = pino.destination({ dest: 1, sync: false, minLength: 0, maxWrite: logWriteSize(cluster.isWorker), contentMode: 'buffer' })
-  return pino(loggerOptions(config), asLineBuffers(destination))
+  const maxWrite = logWriteSize(cluster.isWorker)
+  const destination = pino.destination({ dest: 1, sync: true, minLength: Math.min(64 * 1024, maxWrite - 1), maxWrite, contentMode: 'buffer' })
+  const lines = linesByTurn(destination)
+  // pino flushes only asynchronous destinations on exit by itself.
+  process.once('exit', lines.flushSync)
+  return pino(loggerOptions(config), lines)
 }
 
 type Destination = ReturnType<typeof pino.destination>
 
 /**
- * The destination in sonic-boom's buffer mode, each line handed over as a Buffer. Its string mode runs
- * Buffer.byteLength over the queued text on every line, which flattens the growing string each time:
- * under load about 7 KB copied per request line, a fifth of a GET's allocations (issue 17). Buffer mode
- * keeps running lengths. pino writes strings; exit still flushes the destination itself (pino registered
- * it when it was built).
+ * The destination in sonic-boom's buffer mode, each line handed over as a Buffer, and what it holds
+ * written at the end of the turn that logged it. Its string mode runs Buffer.byteLength over the queued
+ * text on every line, which flattens the growing string each time (about 7 KB copied per request line
+ * under load, issue 17); buffer mode keeps running lengths. A failed write is the destination's 'error',
+ * as it was when sonic-boom wrote by itself.
  */
-function asLineBuffers(destination: Destination) {
+function linesByTurn(destination: Destination) {
+  let pending = false
+  const writeHeld = () => {
+    pending = false
+    try {
+      destination.flushSync()
+    } catch (error) {
+      destination.emit('error', error)
+    }
+  }
   return {
-    write: (line: string) => destination.write(Buffer.from(line) as unknown as string),
+    write: (line: string) => {
+      destination.write(Buffer.from(line) as unknown as string)
+      if (!pending) {
+        pending = true
+        setImmediate(writeHeld)
+      }
+    },
     flush: (callback?: (error?: Error) => void) => { destination.flush(callback) },
     flushSync: () => { destination.flushSync() },
   }
 }
 
 /**
- * The most one write(2) of log lines carries; it always carries whole lines. The destination has one
- * write in flight and starts the next when the event loop hears it finished, so under load, when a turn
- * of the loop lasts milliseconds, this size times the turns a second is all the log can take: at 4 KB
- * the lines of 7,000 requests a second piled up in memory (issue 17: the heap grew by about one line per
- * request). Alone on stdout the process writes up to 1 MiB at once. A worker of WORKERS=N shares stdout
- * with its siblings, so it keeps to PIPE_BUF (4 KB), which a pipe takes atomically: their lines never
- * interleave mid-line.
+ * The most one write(2) of log lines carries; it always carries whole lines. Alone on stdout the process
+ * writes up to 1 MiB at once (a burst of lines goes in one write, not one per PIPE_BUF: issue 17). A
+ * worker of WORKERS=N shares stdout with its siblings, so it keeps to PIPE_BUF (4 KB), which a pipe takes
+ * atomically: their lines never interleave mid-line.
  */
 export function logWriteSize(sharedStdout: boolean): number {
   return sharedStdout ? 4096 : 1024 * 1024

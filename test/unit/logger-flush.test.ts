@@ -4,8 +4,8 @@ import { fileURLToPath } from 'node:url'
 import { describe, test } from 'node:test'
 
 /**
- * The server's logger writes to stdout asynchronously (logger.ts): lines logged just before the process
- * ends must still reach stdout, whether it exits normally, through process.exit (as the SIGTERM drain
+ * The server's logger holds a turn's lines and writes them at its end (logger.ts): lines logged just
+ * before the process ends must still reach stdout, whether it exits normally, through process.exit (as the SIGTERM drain
  * does), or on an uncaught error. Each case runs a child whose stdout is a pipe, as under a supervisor.
  */
 
@@ -38,7 +38,7 @@ function assertAllLines(stdout: string): void {
   assert.ok(!stdout.includes('sk_aaaa'), 'no key reaches the output')
 }
 
-describe('the asynchronous log destination is flushed when the process ends', () => {
+describe('the lines the log destination holds are written when the process ends', () => {
   test('on a normal exit', async () => {
     const { stdout, code } = await run('')
     assert.equal(code, 0)
