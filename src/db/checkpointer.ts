@@ -5,9 +5,10 @@ import type SQLite from 'better-sqlite3'
  * COMMIT that takes the WAL past `AUTOCHECKPOINT_PAGES`, on the event loop. A worker thread used to run
  * them off the loop, but its isolate and second copy of better-sqlite3 held about 17 MB of RSS (issue 17:
  * peak RSS under 150 MB), while a checkpoint of this size stalls the loop for a few milliseconds, far
- * less than a group commit's own synchronous section. Every read of this process runs to completion
- * synchronously, so no snapshot is open when the writer checkpoints: the checkpoint catches up, the next
- * write restarts the WAL, and the WAL stays bounded; journal_size_limit trims the file after a burst.
+ * less than a group commit's own synchronous section. The reads of this process share a snapshot for a
+ * turn at most, which the durable batch ends before each COMMIT (turn-snapshot.ts), so none is open when
+ * the writer checkpoints: the checkpoint catches up, the next write restarts the WAL, and the WAL stays
+ * bounded; journal_size_limit trims the file after a burst.
  */
 
 /** SQLite's default: 4 MiB of WAL (4 KiB pages) between checkpoints. */

@@ -11,6 +11,7 @@ import { PreparingClient } from './prepared-statements.js'
 import { ConnectionLock, DurableBatch } from './durable-batch.js'
 import { allowDirectReads, BatchingSqliteDialect, BatchingSqliteDriver } from './sqlite-driver.js'
 import { guardedSqliteKysely } from './transaction-guard.js'
+import { TurnSnapshot } from './turn-snapshot.js'
 
 export type DialectName = 'sqlite' | 'postgres'
 
@@ -156,9 +157,11 @@ function openSqlite(file: string): Database {
   const reader = file === ':memory:' ? undefined : withStatementCache(openReader(file))
   // `:memory:` has no WAL.
   if (file !== ':memory:') configureCheckpoints(connection)
-  const batch = new DurableBatch(connection, new ConnectionLock(), MAX_BATCH)
+  // The reads of a turn share one read transaction, which each COMMIT ends first (turn-snapshot.ts).
+  const snapshot = reader && new TurnSnapshot(reader.connection)
+  const batch = new DurableBatch(connection, new ConnectionLock(), MAX_BATCH, () => snapshot?.end())
   const sqlite: SqliteHandle = { ...writer, batch }
-  const driver = new BatchingSqliteDriver(writer, reader, batch)
+  const driver = new BatchingSqliteDriver(writer, reader && snapshot && { ...reader, snapshot }, batch)
   // A query through `kysely` from inside one of its transactions throws rather than hangs (transaction-guard.ts).
   const kysely = guardedSqliteKysely<DatabaseSchema>(new BatchingSqliteDialect(driver), connection)
   // reusableQuery's reads through `kysely` itself skip the lock and Kysely's executor (sqlite-driver.ts).

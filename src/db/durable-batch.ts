@@ -80,6 +80,8 @@ export class DurableBatch {
     private readonly connection: SQLite.Database,
     readonly lock: ConnectionLock,
     private readonly maxBatch = 64,
+    /** Runs before each COMMIT: the reader's snapshot ends there (turn-snapshot.ts). */
+    private readonly beforeCommit: () => void = () => {},
   ) {}
 
   /** The batch writes would join now, if one is open. */
@@ -159,6 +161,7 @@ export class DurableBatch {
     if (!batch) return
     this.open = undefined
     try {
+      this.beforeCommit()
       this.connection.exec('COMMIT')
     } catch (error) {
       this.fail(batch, error)

@@ -3,6 +3,7 @@ import type { StatementCache } from './database.js'
 import { type Batch, DurableBatch } from './durable-batch.js'
 import { isTransactionFatalSqliteError } from './errors.js'
 import { allRows } from './sqlite-rows.js'
+import type { TurnSnapshot } from './turn-snapshot.js'
 import { assertNotInTransaction } from './transaction-guard.js'
 
 /**
@@ -13,8 +14,9 @@ import { assertNotInTransaction } from './transaction-guard.js'
  *   the same way;
  * - a read outside any transaction runs on a second, read-only connection, which sees the last COMMIT
  *   only: like a commit on PostgreSQL, a write becomes visible to other requests once it is durable, and
- *   never before its writer is answered. A scope that wrote (a `connection()` block, the migrator) reads
- *   on the writer so that it sees its own writes. `:memory:` has no second connection; reads there run
+ *   never before its writer is answered. The reads of one turn of the event loop share a read transaction
+ *   there, which every COMMIT ends first (turn-snapshot.ts). A scope that wrote (a `connection()` block,
+ *   the migrator) reads on the writer so that it sees its own writes. `:memory:` has no second connection; reads there run
  *   on the writer and may see released members (nothing there is durable anyway);
  * - PRAGMA, VACUUM, ATTACH and DETACH do not work inside a transaction: the open batch is committed first.
  * Every statement through Kysely waits its turn on the one connection (a FIFO lock), as Kysely's driver did.
@@ -70,7 +72,7 @@ export class BatchingSqliteDriver implements Driver, DirectReader {
 
   constructor(
     private readonly writer: StatementCache,
-    private readonly reader: StatementCache | undefined,
+    private readonly reader: (StatementCache & { snapshot: TurnSnapshot }) | undefined,
     batch: DurableBatch,
   ) {
     this.batch = batch
@@ -139,6 +141,7 @@ export class BatchingSqliteDriver implements Driver, DirectReader {
     if (this.batch.isClosed) throw new Error('The database is closed')
     const statement = reader.prepare(sql)
     if (!statement.readonly || !statement.reader) return undefined
+    reader.snapshot.enter()
     return allRows(statement, parameters)
   }
 
@@ -164,11 +167,15 @@ export class BatchingSqliteDriver implements Driver, DirectReader {
     }
     if (OUTSIDE_TRANSACTIONS.test(sql)) {
       this.batch.commit()
+      // A checkpoint, or a VACUUM, would otherwise wait for the reader's snapshot.
+      this.reader?.snapshot.end()
       return execute(statement, parameters)
     }
     if (statement.readonly) {
-      const onReader = this.reader !== undefined && scope.batches === undefined
-      return execute(onReader ? this.reader!.prepare(sql) : statement, parameters)
+      const reader = scope.batches === undefined ? this.reader : undefined
+      if (reader === undefined) return execute(statement, parameters)
+      reader.snapshot.enter()
+      return execute(reader.prepare(sql), parameters)
     }
     const { result, batch } = this.batch.runStatement(() => execute(statement, parameters))
     scope.joined(batch)

@@ -58,4 +58,29 @@ describe('WAL checkpoints (SQLite)', () => {
     const count = await kysely.selectFrom('items').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()
     assert.equal(Number(count.n), 2000)
   })
+
+  test('the WAL stays bounded while reads hold the turn\'s snapshot in every turn', async () => {
+    const pageSize = store.db.sqlite!.connection.pragma('page_size', { simple: true }) as number
+    // A read in every turn of the loop (db/turn-snapshot.ts): a snapshot that outlived its turn would keep
+    // the checkpoint from ever getting past it.
+    let reading = true
+    let reads = 0
+    const readEveryTurn = () => {
+      if (!reading) return
+      void kysely.selectFrom('items').select('id').limit(1).execute().then(() => { reads++ })
+      setImmediate(readEveryTurn)
+    }
+    readEveryTurn()
+    try {
+      for (let round = 0; round < 40; round++) {
+        await Promise.all(Array.from({ length: 50 }, (_, i) =>
+          kysely.insertInto('items').values({ id: `item-${round}-${i}`, body: 'x'.repeat(20_000) }).execute()))
+      }
+    } finally {
+      reading = false
+    }
+    assert.ok(reads > 40, `${reads} reads`)
+    const walPages = fs.statSync(`${store.sqlitePath}-wal`).size / (pageSize + 24)
+    assert.ok(walPages < AUTOCHECKPOINT_PAGES + 1000, `the WAL holds ${Math.round(walPages)} pages`)
+  })
 })

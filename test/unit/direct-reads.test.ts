@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
+import SQLite from 'better-sqlite3'
 import { type Database, type Executor, openDatabase } from '../../src/db/database.js'
 import { migrateToLatest } from '../../src/db/migrate.js'
 import { reusableQuery } from '../../src/db/reusable-query.js'
@@ -151,6 +152,36 @@ for (const kind of storeKinds()) {
           await holder
         }
         assert.deepEqual((await accountById(suite.db.kysely, 'acct_member')).map((r) => r.id), ['acct_member'])
+      })
+
+      test('the reads of a turn share a snapshot, and a COMMIT in the same turn ends it: a read after the COMMIT sees it', async () => {
+        const { batch } = suite.db.sqlite!
+        const answers = await batch.exclusive(() => {
+          // All in one turn, synchronously: each direct read runs when it is called.
+          const before = accountById(suite.db.kysely, 'acct_same_turn')
+          const member = batch.begin()
+          suite.db.sqlite!.prepare('insert into accounts (id, name, created_at) values (?, ?, ?)').run('acct_same_turn', 'same turn', CREATED)
+          batch.release(member)
+          const released = accountById(suite.db.kysely, 'acct_same_turn')
+          batch.commit()
+          const after = accountById(suite.db.kysely, 'acct_same_turn')
+          return Promise.all([before, released, after])
+        })
+        assert.deepEqual(answers.map((rows) => rows.map((r) => r.id)), [[], [], ['acct_same_turn']])
+      })
+
+      test('a COMMIT by another connection (a CLI command) is seen from the next turn on', async () => {
+        const other = new SQLite((suite.db.sqlite!.connection as { name: string }).name)
+        try {
+          const before = accountById(suite.db.kysely, 'acct_other_process')
+          other.prepare('insert into accounts (id, name, created_at) values (?, ?, ?)').run('acct_other_process', 'other', CREATED)
+          const sameTurn = accountById(suite.db.kysely, 'acct_other_process')
+          assert.deepEqual([await before, await sameTurn], [[], []], 'the turn\'s snapshot was taken before the insert')
+          await nextTurn()
+          assert.deepEqual((await accountById(suite.db.kysely, 'acct_other_process')).map((r) => r.id), ['acct_other_process'])
+        } finally {
+          other.close()
+        }
       })
 
       test('from inside a transaction, a read through the database itself is refused as before', async () => {
