@@ -1,7 +1,7 @@
-import { type Compilable, PostgresAdapter } from 'kysely'
+import { type Compilable, PostgresAdapter, type RawBuilder, sql } from 'kysely'
 import type { Executor } from './database.js'
 import { isDatabaseUnavailable } from './errors.js'
-import { fromTemplate } from './query-template.js'
+import { compilable, fromTemplate } from './query-template.js'
 import { reusableQuery } from './reusable-query.js'
 
 /** Keys in one query at most: the JSON parameter stays short, and a burst makes several queries in parallel. */
@@ -29,10 +29,21 @@ let lookups = 0
  * `many` should look each key up in a LATERAL subquery with a LIMIT, or a correlated subquery, so that
  * PostgreSQL runs one index lookup a key whatever it guesses of the number of keys.
  */
+/**
+ * The rows of `query` as one JSON array in one row and column: node-pg then reads one value, parsed by one
+ * JSON.parse, instead of describing and parsing each column of each row in JavaScript (a third of a
+ * PostgreSQL GET's node-pg time: docs/performance.md, fifth pass). The columns of these lookups are text,
+ * integers, JSON and bigints, which JSON gives back as node-pg's parsers do (bigints as numbers, as
+ * database.ts reads them); the test of each lookup against its one-key form holds them to it.
+ */
+function asOneJsonValue<R>(db: Executor, query: RawBuilder<R>): Compilable<{ rows: R[] }> {
+  return compilable(db, sql<{ rows: R[] }>`select coalesce(json_agg(m), '[]'::json) as rows from (${query}) as m`)
+}
+
 export function batchedLookup<R, A extends string[]>(
   fields: { [I in keyof A]: string },
   one: (db: Executor, ...args: A) => Compilable<R>,
-  many: (db: Executor, keys: string) => Compilable<R & { i: number }>,
+  many: (keys: string) => RawBuilder<R & { i: number }>,
 ) {
   const shape = `batched lookup ${lookups++}`
   const single = reusableQuery<R, A>(one)
@@ -49,7 +60,8 @@ export function batchedLookup<R, A extends string[]>(
     let rows: Array<Record<string, unknown>>
     try {
       const keys = JSON.stringify(chunk.map((w, i) => ({ ...Object.fromEntries(fields.map((f, n) => [f, w.args[n]])), i })))
-      rows = (await db.executeQuery(fromTemplate(db, shape, [keys], ([slot]) => many(db, slot!)))).rows as Array<Record<string, unknown>>
+      const answer = await db.executeQuery(fromTemplate(db, shape, [keys], ([slot]) => asOneJsonValue(db, many(slot!))))
+      rows = (answer.rows[0] as { rows: Array<Record<string, unknown>> }).rows
     } catch (error) {
       // A database that cannot answer fails every caller at once, as their own queries would (not after
       // a second timeout each); any other failure may be one caller's key's, so each is looked up alone.

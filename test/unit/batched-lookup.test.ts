@@ -7,6 +7,7 @@ import { loadConfig } from '../../src/config.js'
 import { systemClock } from '../../src/lib/clock.js'
 import * as idempotency from '../../src/modules/idempotency/repository.js'
 import * as payments from '../../src/modules/payments/repository.js'
+import * as webhooks from '../../src/modules/webhooks/repository.js'
 import { createServices } from '../../src/services.js'
 import { openStore, type PostgresTestStore } from '../helpers/stores.js'
 
@@ -92,6 +93,18 @@ describe('batched lookups (postgres)', { skip: !pgUrl && 'PostgreSQL only (TEST_
     assert.deepEqual(batched, alone)
     assert.deepEqual(batched.map((r) => r.mandate?.id), [seeded.mandates[0], undefined, undefined, undefined, seeded.mandates[1], undefined])
     assert.deepEqual(batched.map((r) => r.endpoints.length), [0, 0, 0, 1, 1, 1])
+  })
+
+  test('the enabled endpoints lookup, batched, finds what each account finds alone', async () => {
+    await sql`insert into webhook_endpoints (id, account_id, url, secret, events, status, created_at, updated_at)
+      values ('we_enabled', ${seeded.accounts[0]!}, 'https://example.com/a', 'whsec_x', '["payment.succeeded"]', 'enabled', ${now}, ${now}),
+        ('we_disabled', ${seeded.accounts[0]!}, 'https://example.com/b', 'whsec_x', '["*"]', 'disabled', ${now}, ${now})`.execute(store.db.kysely)
+    const accounts = [...seeded.accounts, 'acct_missing']
+    const batched = await Promise.all(accounts.map((account) => webhooks.enabledEndpoints(store.db.kysely, account)))
+    const alone = await aloneInTransaction(accounts, (trx, account) => webhooks.enabledEndpoints(trx, account))
+    assert.deepEqual(batched, alone)
+    assert.deepEqual(batched[0], [{ id: 'we_enabled', events: '["payment.succeeded"]' }])
+    assert.deepEqual(batched[2], [])
   })
 
   test('lookups submitted in one turn run as one query; a key the batch cannot take is looked up alone and fails alone', async () => {

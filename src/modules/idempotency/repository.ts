@@ -4,7 +4,7 @@ import { isUniqueViolation } from '../../db/errors.js'
 import { rowToJson } from '../../db/dialect.js'
 import { tryAdvisoryXactLock } from '../../db/locking.js'
 import { batchedLookup } from '../../db/batched-lookup.js'
-import { compilable, insertRows } from '../../db/query-template.js'
+import { insertRows } from '../../db/query-template.js'
 import type { IdempotencyKeysTable } from '../../db/schema.js'
 
 export type IdempotencyRecord = IdempotencyKeysTable
@@ -13,9 +13,9 @@ export type IdempotencyRecord = IdempotencyKeysTable
 const liveRecord = batchedLookup<IdempotencyRecord, [string, string, string]>(['account_id', 'idempotency_key', 'now'],
   (db, accountId, key, now) => db.selectFrom('idempotency_keys').selectAll()
     .where('account_id', '=', accountId).where('idempotency_key', '=', key).where('expires_at', '>', now),
-  (db, keys) => compilable(db, sql<IdempotencyRecord & { i: number }>`select q.i, k.* from json_to_recordset(${keys}::json) as q(i int, account_id text, idempotency_key text, now text)
+  (keys) => sql<IdempotencyRecord & { i: number }>`select q.i, k.* from json_to_recordset(${keys}::json) as q(i int, account_id text, idempotency_key text, now text)
     cross join lateral (select * from idempotency_keys where idempotency_keys.account_id = q.account_id
-      and idempotency_keys.idempotency_key = q.idempotency_key and idempotency_keys.expires_at > q.now limit 1) k`))
+      and idempotency_keys.idempotency_key = q.idempotency_key and idempotency_keys.expires_at > q.now limit 1) k`)
 
 /** The live record for (account, key): one whose retention has not run out. */
 export async function findLive(db: Executor, accountId: string, key: string, now: string): Promise<IdempotencyRecord | undefined> {

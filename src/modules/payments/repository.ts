@@ -31,8 +31,8 @@ export async function insertPaymentWrites(db: Executor, rows: { payment?: Paymen
 // GET /payments/:id runs these on every request.
 const paymentOfAccount = batchedLookup<PaymentRow, [string, string]>(['account_id', 'id'],
   (db, accountId, id) => db.selectFrom('payments').selectAll().where('account_id', '=', accountId).where('id', '=', id),
-  (db, keys) => compilable(db, sql<PaymentRow & { i: number }>`select q.i, p.* from json_to_recordset(${keys}::json) as q(i int, account_id text, id text)
-    cross join lateral (select * from payments where payments.account_id = q.account_id and payments.id = q.id limit 1) p`))
+  (keys) => sql<PaymentRow & { i: number }>`select q.i, p.* from json_to_recordset(${keys}::json) as q(i int, account_id text, id text)
+    cross join lateral (select * from payments where payments.account_id = q.account_id and payments.id = q.id limit 1) p`)
 const paymentOfAgent = reusableQuery<PaymentRow, [string, string, string]>((db, accountId, id, agentId) =>
   db.selectFrom('payments').selectAll().where('account_id', '=', accountId).where('id', '=', id).where('mandate_id', 'in', mandatesOfAgent(db, agentId)))
 const paymentById = reusableQuery<PaymentRow, [string]>((db, id) => db.selectFrom('payments').selectAll().where('id', '=', id))
@@ -168,10 +168,10 @@ const mandateAndEndpoints = batchedLookup<MandateAndEndpoints, [string, string]>
       .where('account_id', '=', accountId).where('status', '=', 'enabled')
       .as('endpoints'),
   ]),
-  (db, keys) => compilable(db, sql<MandateAndEndpoints & { i: number }>`select q.i,
+  (keys) => sql<MandateAndEndpoints & { i: number }>`select q.i,
     (select row_to_json(mandates) from mandates where mandates.account_id = q.account_id and mandates.id = q.mandate_id) as mandate,
     (select ${enabledEndpointsJson} from webhook_endpoints where webhook_endpoints.account_id = q.account_id and webhook_endpoints.status = 'enabled') as endpoints
-    from json_to_recordset(${keys}::json) as q(i int, account_id text, mandate_id text)`))
+    from json_to_recordset(${keys}::json) as q(i int, account_id text, mandate_id text)`)
 
 export async function readForPayment(db: Executor, accountId: string, mandateId: string) {
   const [row] = await mandateAndEndpoints(db, accountId, mandateId)

@@ -1,7 +1,6 @@
 import { sql } from 'kysely'
 import { batchedLookup } from '../../db/batched-lookup.js'
 import type { Executor, Trx } from '../../db/database.js'
-import { compilable } from '../../db/query-template.js'
 import { lockAccountRow } from '../accounts/repository.js'
 import { inWindow } from '../../db/paging.js'
 import type { WebhookAttemptsTable, WebhookEndpointsTable } from '../../db/schema.js'
@@ -39,8 +38,8 @@ type EnabledEndpoint = Pick<EndpointRow, 'id' | 'events'>
 const enabledEndpointsOf = batchedLookup<EnabledEndpoint, [string]>(['account_id'],
   (db, accountId) => db.selectFrom('webhook_endpoints').select(['id', 'events']).where('account_id', '=', accountId).where('status', '=', 'enabled'),
   // offset 0 keeps the subquery a subquery: one index lookup per key.
-  (db, keys) => compilable(db, sql<EnabledEndpoint & { i: number }>`select q.i, e.id, e.events from json_to_recordset(${keys}::json) as q(i int, account_id text)
-    cross join lateral (select id, events from webhook_endpoints where webhook_endpoints.account_id = q.account_id and webhook_endpoints.status = 'enabled' offset 0) e`))
+  (keys) => sql<EnabledEndpoint & { i: number }>`select q.i, e.id, e.events from json_to_recordset(${keys}::json) as q(i int, account_id text)
+    cross join lateral (select id, events from webhook_endpoints where webhook_endpoints.account_id = q.account_id and webhook_endpoints.status = 'enabled' offset 0) e`)
 
 export function enabledEndpoints(db: Executor, accountId: string): Promise<EnabledEndpoint[]> {
   return enabledEndpointsOf(db, accountId)
