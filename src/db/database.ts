@@ -158,10 +158,10 @@ function openSqlite(file: string): Database {
   // `:memory:` has no WAL.
   if (file !== ':memory:') configureCheckpoints(connection)
   // The reads of a turn share one read transaction, which each COMMIT ends first (turn-snapshot.ts).
-  const snapshot = reader && new TurnSnapshot(reader.connection)
-  const batch = new DurableBatch(connection, new ConnectionLock(), MAX_BATCH, () => snapshot?.end())
+  const snapshotReader = reader && { ...reader, snapshot: new TurnSnapshot(reader.connection) }
+  const batch = new DurableBatch(connection, new ConnectionLock(), MAX_BATCH, () => snapshotReader?.snapshot.end())
   const sqlite: SqliteHandle = { ...writer, batch }
-  const driver = new BatchingSqliteDriver(writer, reader && snapshot && { ...reader, snapshot }, batch)
+  const driver = new BatchingSqliteDriver(writer, snapshotReader, batch)
   // A query through `kysely` from inside one of its transactions throws rather than hangs (transaction-guard.ts).
   const kysely = guardedSqliteKysely<DatabaseSchema>(new BatchingSqliteDialect(driver), connection)
   // reusableQuery's reads through `kysely` itself skip the lock and Kysely's executor (sqlite-driver.ts).

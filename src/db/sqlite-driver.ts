@@ -16,8 +16,9 @@ import { assertNotInTransaction } from './transaction-guard.js'
  *   only: like a commit on PostgreSQL, a write becomes visible to other requests once it is durable, and
  *   never before its writer is answered. The reads of one turn of the event loop share a read transaction
  *   there, which every COMMIT ends first (turn-snapshot.ts). A scope that wrote (a `connection()` block,
- *   the migrator) reads on the writer so that it sees its own writes. `:memory:` has no second connection; reads there run
- *   on the writer and may see released members (nothing there is durable anyway);
+ *   the migrator) reads on the writer so that it sees its own writes. `:memory:` has no second
+ *   connection; reads there run on the writer and may see released members (nothing there is durable
+ *   anyway);
  * - PRAGMA, VACUUM, ATTACH and DETACH do not work inside a transaction: the open batch is committed first.
  * Every statement through Kysely waits its turn on the one connection (a FIFO lock), as Kysely's driver did.
  *
