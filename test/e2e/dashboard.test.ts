@@ -97,6 +97,21 @@ describe(`dashboard in Chromium (${kind.name})`, { skip: missing ? `${missing} (
     assert.deepEqual(violations, [], `axe on "${heading}" (${page.url()})`)
   }
 
+  /**
+   * Clicks Filter and waits until the page shows the API's answer to the new query (`path` with `param` =
+   * `value`): the page first renders the new address with the old list, and only then starts loading.
+   */
+  async function filter(heading: string, path: string, param: string, value: string): Promise<void> {
+    const answered = page.waitForResponse((response) => {
+      const url = new URL(response.url())
+      return url.pathname === path && url.searchParams.get(param) === value
+    })
+    await page.getByRole('button', { name: 'Filter' }).click()
+    await page.waitForURL(`**/dashboard${path}?${param}=${value}`)
+    await answered
+    await check(heading)
+  }
+
   /** The rows of the table with this caption, as their text. */
   async function rowsOf(caption: string): Promise<string[]> {
     return page.getByRole('table', { name: caption }).locator('tbody tr').allInnerTexts()
@@ -144,9 +159,7 @@ describe(`dashboard in Chromium (${kind.name})`, { skip: missing ? `${missing} (
     assert.match(all[0]!, /A four-slice toaster/)
 
     await page.getByLabel('Status').selectOption('cancelled')
-    await page.getByRole('button', { name: 'Filter' }).click()
-    await page.waitForURL('**/dashboard/wishes?status=cancelled')
-    await check('Wishes')
+    await filter('Wishes', '/wishes', 'status', 'cancelled')
     const cancelled = await rowsOf('Wishes, newest first')
     assert.equal(cancelled.length, 1)
     assert.match(cancelled[0]!, /A four-slice toaster/)
@@ -244,9 +257,7 @@ describe(`dashboard in Chromium (${kind.name})`, { skip: missing ? `${missing} (
 
     await nav('Mandates', 'Mandates')
     await page.getByLabel('Status').selectOption('revoked')
-    await page.getByRole('button', { name: 'Filter' }).click()
-    await page.waitForURL('**/dashboard/mandates?status=revoked')
-    await check('Mandates')
+    await filter('Mandates', '/mandates', 'status', 'revoked')
     const rows = await rowsOf('Mandates, newest first')
     assert.equal(rows.length, 1)
     assert.match(rows[0]!, new RegExp(data.spare.id))
@@ -256,9 +267,7 @@ describe(`dashboard in Chromium (${kind.name})`, { skip: missing ? `${missing} (
     await nav('Events', 'Events')
     assert.ok((await rowsOf('Events, newest first')).length >= 8)
     await page.getByLabel('Type').selectOption('mandate.revoked')
-    await page.getByRole('button', { name: 'Filter' }).click()
-    await page.waitForURL('**/dashboard/events?type=mandate.revoked')
-    await check('Events')
+    await filter('Events', '/events', 'type', 'mandate.revoked')
     const rows = await rowsOf('Events, newest first')
     assert.equal(rows.length, 1)
     assert.match(rows[0]!, /mandate\.revoked/)
