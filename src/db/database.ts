@@ -151,6 +151,11 @@ function openSqlite(file: string): Database {
   connection.pragma('foreign_keys = ON')
   // Another process (the CLI, a second server) may hold the write lock briefly.
   connection.pragma('busy_timeout = 5000')
+  // Each member of a durable batch runs in a savepoint, whose undo pages SQLite keeps in a statement
+  // journal: on file (the default) that is two pwrite() calls a page once a payment's ~20 pages pass
+  // its 64 KiB spill size. In memory they are a memcpy; only this connection's writes use it (the
+  // reader's sorts of large lists stay on file).
+  connection.pragma('temp_store = MEMORY')
   const writer = withStatementCache(connection)
   // Reads outside a write see only what is committed (sqlite-driver.ts); WAL lets this connection read
   // the last committed snapshot while the writer's batch is open. `:memory:` cannot be opened twice.

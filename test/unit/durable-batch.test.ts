@@ -70,6 +70,29 @@ describe('durable batch (SQLite)', () => {
     assert.deepEqual(committed(), ['kept-1', 'kept-2'])
   })
 
+  test('a member that rewrites more pages than the statement journal spills at rolls back alone, from memory', async () => {
+    // The writer keeps savepoint undo pages in memory (db/database.ts): no temp file, no pwrite() a page.
+    assert.equal(db.sqlite!.connection.pragma('temp_store', { simple: true }), 2)
+    await kysely.schema.createTable('docs').addColumn('id', 'integer', (c) => c.primaryKey()).addColumn('body', 'text').execute()
+    // About 100 pages of committed rows: rewriting them all puts some 400 KiB in the undo log, past
+    // SQLite's 64 KiB statement-journal spill size.
+    await kysely.transaction().execute(async (trx) => {
+      for (let id = 0; id < 100; id++) await trx.insertInto('docs').values({ id, body: `${id}`.padEnd(3000, '.') }).execute()
+    })
+    const answers = await Promise.allSettled([
+      kysely.transaction().execute(async (trx) => {
+        await trx.updateTable('docs').set({ body: 'rewritten' }).execute()
+        await trx.deleteFrom('docs').where('id', '<', 50).execute()
+        throw new Error('changed my mind')
+      }),
+      insertInTransaction('kept'),
+    ])
+    assert.deepEqual(answers.map((a) => a.status), ['rejected', 'fulfilled'])
+    const docs = other.prepare('select id, body from docs order by id').all() as Array<{ id: number, body: string }>
+    assert.deepEqual(docs, Array.from({ length: 100 }, (_, id) => ({ id, body: `${id}`.padEnd(3000, '.') })))
+    assert.deepEqual(committed(), ['kept'])
+  })
+
   test('an error that ends the transaction rejects every member of the batch; the next batch works', async () => {
     const answers = await Promise.allSettled([
       insertInTransaction('a'),
