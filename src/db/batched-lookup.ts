@@ -16,6 +16,17 @@ interface Waiting {
 let lookups = 0
 
 /**
+ * The rows of `query` as one JSON array in one row and column: node-pg then reads one value, parsed by one
+ * JSON.parse, instead of describing and parsing each column of each row in JavaScript (a third of a
+ * PostgreSQL GET's node-pg time: docs/performance.md, fifth pass). The columns of these lookups are text,
+ * integers, JSON and bigints, which JSON gives back as node-pg's parsers do (bigints as numbers, as
+ * database.ts reads them); the test of each lookup against its one-key form holds them to it.
+ */
+function asOneJsonValue<R>(db: Executor, query: RawBuilder<R>): Compilable<{ rows: R[] }> {
+  return compilable(db, sql<{ rows: R[] }>`select coalesce(json_agg(m), '[]'::json) as rows from (${query}) as m`)
+}
+
+/**
  * A lookup by key that PostgreSQL answers for many callers in one round trip. Lookups through the
  * database itself (not a transaction) submitted in the same turn of the event loop go together as one
  * query, `many`: its one parameter, `keys`, is the JSON array of their keys (objects with the names in
@@ -29,17 +40,6 @@ let lookups = 0
  * `many` should look each key up in a LATERAL subquery with a LIMIT, or a correlated subquery, so that
  * PostgreSQL runs one index lookup a key whatever it guesses of the number of keys.
  */
-/**
- * The rows of `query` as one JSON array in one row and column: node-pg then reads one value, parsed by one
- * JSON.parse, instead of describing and parsing each column of each row in JavaScript (a third of a
- * PostgreSQL GET's node-pg time: docs/performance.md, fifth pass). The columns of these lookups are text,
- * integers, JSON and bigints, which JSON gives back as node-pg's parsers do (bigints as numbers, as
- * database.ts reads them); the test of each lookup against its one-key form holds them to it.
- */
-function asOneJsonValue<R>(db: Executor, query: RawBuilder<R>): Compilable<{ rows: R[] }> {
-  return compilable(db, sql<{ rows: R[] }>`select coalesce(json_agg(m), '[]'::json) as rows from (${query}) as m`)
-}
-
 export function batchedLookup<R, A extends string[]>(
   fields: { [I in keyof A]: string },
   one: (db: Executor, ...args: A) => Compilable<R>,
