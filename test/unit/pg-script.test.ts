@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import pg from 'pg'
-import { quoteLiteral } from '../../src/db/pg-script.js'
+import { asLiteral, quoteLiteral } from '../../src/db/pg-script.js'
 
 /**
  * The statement batch's literals (src/db/pg-script.ts) are node-pg's escapeLiteral, computed faster:
@@ -29,4 +29,40 @@ test('quoteLiteral gives what pg.escapeLiteral gives', () => {
     assert.equal(quoteLiteral(text), pg.escapeLiteral(text))
   }
   assert.equal(checked, 2801)
+})
+
+/**
+ * asLiteral's dollar quotes against PostgreSQL itself: every string of up to five characters over the
+ * characters that can end or escape a literal reads back exactly, with standard_conforming_strings on
+ * and off, whichever form asLiteral chose for it.
+ */
+const DOLLAR_ALPHABET = ['$', 'w', "'", '\\', 'a', 'é']
+
+function* dollarStrings(length: number): Generator<string> {
+  if (length === 0) { yield ''; return }
+  for (const head of dollarStrings(length - 1)) for (const c of DOLLAR_ALPHABET) yield head + c
+}
+
+const pgUrl = process.env.TEST_DATABASE_URL
+
+test('asLiteral reads back exactly in PostgreSQL', { skip: !pgUrl && 'PostgreSQL only (TEST_DATABASE_URL not set)' }, async () => {
+  const texts: string[] = []
+  for (let length = 0; length <= 5; length++) texts.push(...dollarStrings(length))
+  const json = JSON.stringify([{ response_body: JSON.stringify({ note: "it's $5 \\ off" }) }])
+  texts.push(json, json.repeat(20), '$w', 'x$w', '$w$', "$w$'); drop table payments; --")
+  // The fast path is taken for the JSON a payment sends; the texts that could end it early are quoted.
+  assert.ok(asLiteral(json).startsWith('$w$'))
+  assert.ok(!asLiteral('x$w').startsWith('$w$') && !asLiteral('a$w$b').startsWith('$w$'))
+  const client = new pg.Client({ connectionString: pgUrl })
+  await client.connect()
+  try {
+    for (const setting of ['on', 'off']) {
+      await client.query(`set standard_conforming_strings = ${setting}`)
+      const { rows } = await client.query<{ t: string }>(`select t from unnest(array[${texts.map(asLiteral).join(', ')}]::text[]) with ordinality as u(t, n) order by n`)
+      assert.equal(rows.length, texts.length)
+      for (let i = 0; i < texts.length; i++) assert.equal(rows[i]!.t, texts[i], `${JSON.stringify(texts[i])} with standard_conforming_strings ${setting}`)
+    }
+  } finally {
+    await client.end()
+  }
 })
