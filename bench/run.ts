@@ -11,7 +11,7 @@ import { paymentFloor } from './floors.js'
 import { pgbenchFloor, type PgbenchResult, pgbenchVersion } from './pgbench.js'
 import { ROOT, type RunningProcess, startHello, startWishpay } from './processes.js'
 import { scale, type ScaleRow } from './scale.js'
-import { type Driven, drive, load, PAYMENT_BODY } from './scenarios.js'
+import { type Driven, drive, load, type LoadResult, PAYMENT_BODY } from './scenarios.js'
 import { seedBasics, seedMandates, seedWishes } from './seed.js'
 import { seedPayments } from './seed-pages.js'
 import { cell, printTable } from './table.js'
@@ -75,6 +75,15 @@ interface Row {
   floor2: string | null
   floor2RequestsPerSecond: number | null
   ratio2: number | null
+  /** Server CPU (user + system, every process of it) per request of autocannon's measured seconds, µs. */
+  serverCpuUs: number | null
+  /** The floor server's CPU per request, µs (the hello-world floors only). */
+  floorCpuUs: number | null
+  /**
+   * The floor's CPU per request over the service's (a hello-world floor only): the ratio its throughput
+   * would have if both were CPU-bound on the same core. It moves far less with the machine than `ratio`.
+   */
+  cpuRatio: number | null
   /** The machine's 1-minute load average when the row was measured: the figures move with it. */
   load1: number
 }
@@ -82,6 +91,8 @@ interface Row {
 interface Floor {
   label: string
   requestsPerSecond: number | null
+  /** The floor server's CPU per request, µs (the hello-world floors). */
+  cpuUsPerRequest?: number | null
 }
 
 const ratio = (rps: number, floor: Floor | undefined) => (floor?.requestsPerSecond ? Math.round((rps / floor.requestsPerSecond) * 100) / 100 : null)
@@ -105,6 +116,11 @@ function row(scenario: string, result: Driven, server: RunningProcess, floor: Fl
     floor2: floor2?.label ?? null,
     floor2RequestsPerSecond: floor2?.requestsPerSecond == null ? null : Math.round(floor2.requestsPerSecond),
     ratio2: ratio(rps, floor2),
+    serverCpuUs: result.autocannon.cpuUsPerRequest,
+    floorCpuUs: floor?.cpuUsPerRequest ?? null,
+    cpuRatio: floor?.cpuUsPerRequest && result.autocannon.cpuUsPerRequest
+      ? Math.round((floor.cpuUsPerRequest / result.autocannon.cpuUsPerRequest) * 100) / 100
+      : null,
     load1: os.loadavg()[0]!,
   }
 }
@@ -152,10 +168,11 @@ async function runStore(store: TestStore): Promise<StoreResult> {
   const helloServer = runs('get') || runs('replay') || runs('wishes') ? await startHello() : undefined
   const helloFloors: { get?: Floor, post?: Floor } = {}
   if (helloServer) {
-    const hello = { ...base, url: helloServer.url }
-    if (runs('get')) helloFloors.get = { label: 'hello-world GET', requestsPerSecond: (await load({ ...hello, path: '/payments/x' })).requestsPerSecond }
+    const hello = { ...base, url: helloServer.url, cpuOf: () => helloServer.pids() }
+    const floorOf = (label: string, result: LoadResult): Floor => ({ label, requestsPerSecond: result.requestsPerSecond, cpuUsPerRequest: result.cpuUsPerRequest })
+    if (runs('get')) helloFloors.get = floorOf('hello-world GET', await load({ ...hello, path: '/payments/x' }))
     if (runs('replay') || runs('wishes')) {
-      helloFloors.post = { label: 'hello-world POST', requestsPerSecond: (await load({ ...hello, path: '/wishes', method: 'POST', body: '{"query":"x"}' })).requestsPerSecond }
+      helloFloors.post = floorOf('hello-world POST', await load({ ...hello, path: '/wishes', method: 'POST', body: '{"query":"x"}' }))
     }
     await helloServer.stop()
   }
@@ -164,7 +181,7 @@ async function runStore(store: TestStore): Promise<StoreResult> {
   const server = main ? await startWishpay(store.env, { cpuProfileDir: values['cpu-prof'] }) : undefined
   try {
     if (server) {
-      const service = { ...base, url: server.url, key: seed.key }
+      const service = { ...base, url: server.url, key: seed.key, cpuOf: () => server.pids() }
       const withWrk = WRK !== null
       process.stderr.write(`[${store.name}] scenarios…\n`)
       if (paymentFloors) {
@@ -229,11 +246,12 @@ function print(store: string, result: StoreResult): void {
   const wrkNote = WRK ? [] : ['wrk not found: wrk columns n/a (Debian: apt-get install wrk)']
   if (result.rows.length > 0) {
     printTable(title,
-      ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'wrk req/s', 'wrk p99 ms', 'wrk errors', 'peak RSS MB', 'floor', 'floor req/s', 'ratio', 'floor 2 req/s', 'ratio 2'],
+      ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'wrk req/s', 'wrk p99 ms', 'wrk errors', 'peak RSS MB', 'floor', 'floor req/s', 'ratio', 'floor 2 req/s', 'ratio 2', 'CPU µs/req', 'floor CPU µs/req', 'CPU ratio'],
       result.rows.map((r) => [
         r.scenario, cell(r.requestsPerSecond), cell(r.p50), cell(r.p99), cell(r.errors),
         cell(r.wrkRequestsPerSecond, 'n/a'), cell(r.wrkP99, 'n/a'), cell(r.wrkErrors, 'n/a'), cell(r.peakRssMb),
         r.floor, cell(r.floorRequestsPerSecond), cell(r.ratio), cell(r.floor2RequestsPerSecond), cell(r.ratio2),
+        cell(r.serverCpuUs), cell(r.floorCpuUs), cell(r.cpuRatio),
       ]),
       [...result.notes, ...wrkNote, ...loadNote])
   }

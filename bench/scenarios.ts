@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import autocannon, { type Request } from 'autocannon'
+import { cpuSeconds } from './proc.js'
 import { wrk, type WrkResult } from './wrk.js'
 
 export interface LoadResult {
@@ -8,6 +9,12 @@ export interface LoadResult {
   p99: number
   errors: number
   requests: number
+  /**
+   * CPU (user + system) the server's processes used per request of the measured seconds, in µs, when
+   * LoadOptions.cpuOf was given. Unlike req/s it barely moves with the rest of the machine's load: it is
+   * what a ratio to a floor measured in another minute can be read from.
+   */
+  cpuUsPerRequest: number | null
 }
 
 /** What both load generators are given, so that autocannon and wrk send the same requests. */
@@ -26,6 +33,8 @@ export interface LoadOptions {
   durationSeconds: number
   /** Seconds of the same load first, not measured, so the JIT and caches are warm. */
   warmupSeconds?: number
+  /** The processes of the server under load, whose CPU per request is measured (`cpuUsPerRequest`). */
+  cpuOf?: () => number[]
 }
 
 /** A new payment each request: a new idempotency key, against the given mandates in turn. */
@@ -34,7 +43,10 @@ export const PAYMENT_BODY = '{"mandate_id":"__MANDATE__","amount":1,"idempotency
 /** Runs autocannon against one route; every non-2xx answer or socket error counts as an error. */
 export async function load(options: LoadOptions): Promise<LoadResult> {
   if (options.warmupSeconds) await measure({ ...options, durationSeconds: options.warmupSeconds })
-  return measure(options)
+  const before = options.cpuOf ? cpuSeconds(options.cpuOf()) : 0
+  const result = await measure(options)
+  const used = options.cpuOf ? cpuSeconds(options.cpuOf()) - before : 0
+  return { ...result, cpuUsPerRequest: options.cpuOf && result.requests > 0 ? Math.round((used * 1e6) / result.requests) : null }
 }
 
 function bodyMaker(template: string, mandates: readonly string[]): (() => string) | null {
@@ -43,7 +55,7 @@ function bodyMaker(template: string, mandates: readonly string[]): (() => string
   return () => template.replaceAll('__KEY__', randomUUID()).replaceAll('__MANDATE__', mandates[next++ % mandates.length] ?? '')
 }
 
-async function measure(options: LoadOptions): Promise<LoadResult> {
+async function measure(options: LoadOptions): Promise<Omit<LoadResult, 'cpuUsPerRequest'>> {
   const headers: Record<string, string> = { 'content-type': 'application/json' }
   if (options.key) headers.authorization = `Bearer ${options.key}`
   // A body without a per-request part is sent as is (no work per request in the load generator).
