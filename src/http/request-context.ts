@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { Logger } from 'pino'
+import pino, { type Logger } from 'pino'
 import type { RequestContext } from '../lib/request-context.js'
 import type { Principal } from '../modules/accounts/service.js'
 import { API_VERSION } from './version.js'
@@ -15,21 +15,41 @@ declare module 'fastify' {
 /** The name of the request id in every line a request logs (Fastify's `requestIdLogLabel`, app.ts). */
 export const REQUEST_ID_LOG_LABEL = 'request_id'
 
-/**
- * The logger request lines are written with: a child of the server's pino logger without redaction, one
- * per logger. A request line holds ids, the method, the route pattern, the status and a duration, all
- * primitives under names no redacted path matches, so redaction cannot change a byte of it, and pino's
- * redaction walks every redacted path for every value of every line (about 5 µs a request). Every other
- * line, errors included, is written through the request's own, redacting logger.
- */
-const requestLineLoggers = new WeakMap<FastifyBaseLogger, FastifyBaseLogger>()
+const { chindingsSym, lsCacheSym, streamSym, timeSym } = pino.symbols
 
-function requestLineLogger(log: FastifyBaseLogger): FastifyBaseLogger | undefined {
-  // Only a pino logger (the server's, tests' own) has levels to ask; Fastify's null logger writes nothing.
-  if (typeof (log as Partial<Logger>).isLevelEnabled !== 'function') return undefined
-  let plain = requestLineLoggers.get(log)
-  if (plain === undefined) requestLineLoggers.set(log, plain = log.child({}, { redact: [] }))
-  return plain
+/** A pino logger's members that the request line is written with, under pino's exported symbols. */
+type PinoMembers = Record<symbol, unknown>
+
+/** pino's number for info, the request line's level. */
+const INFO = 30
+
+/**
+ * The request line as the text pino writes for `{ request_id, ...line }` at info, built directly: the
+ * level and time, the logger's bindings, the fields in order (an undefined one left out, as pino does),
+ * then `msg`. pino's generic path (building the merged object, serializing each key, then the scrubbing
+ * hook over the whole line) was about 3 of a GET's 50 µs of CPU (docs/performance.md, seventh pass).
+ * Neither redaction nor the hook could change a byte of it: every value is ours (ids we generate, the
+ * request id included since app.ts reads no request-id header; a method node's parser accepted; a route
+ * pattern; numbers). test/unit/request-line.test.ts holds it to the line pino's redacting logger writes.
+ */
+function writeRequestLine(log: Logger, requestId: string, line: RequestLine): void {
+  const members = log as unknown as PinoMembers
+  const level = (members[lsCacheSym] as Record<number, string>)[INFO]
+  const time = (members[timeSym] as () => string).call(log)
+  const stream = members[streamSym] as { write(text: string): unknown }
+  stream.write(`${level}${time}${members[chindingsSym] as string},"${REQUEST_ID_LOG_LABEL}":${JSON.stringify(requestId)}${
+    line.account_id === undefined ? '' : `,"account_id":${JSON.stringify(line.account_id)}`}${
+    line.agent_id === undefined ? '' : `,"agent_id":${JSON.stringify(line.agent_id)}`},"method":${JSON.stringify(line.method)},"route":${
+    JSON.stringify(line.route)},"status":${line.status},"duration_ms":${line.duration_ms},"msg":"request"}\n`)
+}
+
+interface RequestLine {
+  account_id: string | undefined
+  agent_id: string | undefined
+  method: string
+  route: string
+  status: number
+  duration_ms: number
 }
 
 /**
@@ -67,7 +87,7 @@ export function setResponseHeaders(request: FastifyRequest, reply: FastifyReply)
 /** The one log line of a request: ids and timings only, never headers or bodies. */
 export function logRequest(request: FastifyRequest, reply: FastifyReply, route?: string): void {
   const principal = request.principal
-  const line = {
+  const line: RequestLine = {
     account_id: principal?.accountId,
     // The agent whose key (ak_) made the request; absent for account keys.
     agent_id: principal?.agentId || undefined,
@@ -76,9 +96,10 @@ export function logRequest(request: FastifyRequest, reply: FastifyReply, route?:
     status: reply.statusCode,
     duration_ms: Math.round(reply.elapsedTime * 100) / 100,
   }
-  const plain = requestLineLogger(request.server.log)
-  // The request's logger decides whether the line is written (its route may log less); the plain one writes
-  // it, with the request id where the request's logger's binding would have put it.
-  if (plain === undefined) request.log.info(line, 'request')
-  else if ((request.log as Logger).isLevelEnabled('info')) plain.info({ [REQUEST_ID_LOG_LABEL]: request.id, ...line }, 'request')
+  const server: FastifyBaseLogger = request.server.log
+  // Only a pino logger (the server's, tests' own) has levels to ask; Fastify's null logger writes nothing.
+  if (typeof (server as Partial<Logger>).isLevelEnabled !== 'function') request.log.info(line, 'request')
+  // The request's logger decides whether the line is written (its route may log less); the server's
+  // writes it, with the request id where the request's logger's binding would have put it.
+  else if ((request.log as Logger).isLevelEnabled('info')) writeRequestLine(server as Logger, request.id, line)
 }
