@@ -143,6 +143,13 @@ function withStatementCache(connection: SQLite.Database, limit = 500): Statement
 /** Members of one durable batch at most: bounds how long its first member waits for the COMMIT. */
 const MAX_BATCH = 64
 
+/**
+ * The writer's page cache. It keeps what the writes walk (the tails of the tables, the mandates, the
+ * idempotency keys' index) between transactions; better-sqlite3's default of 16 MB filled under load and
+ * was most of what SQLite's peak RSS has over PostgreSQL's (docs/performance.md, seventh pass).
+ */
+const WRITER_CACHE_KIB = 8192
+
 function openSqlite(file: string): Database {
   if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true })
   const connection = new SQLite(file)
@@ -156,6 +163,7 @@ function openSqlite(file: string): Database {
   // its 64 KiB spill size. In memory they are a memcpy; only this connection's writes use it (the
   // reader's sorts of large lists stay on file).
   connection.pragma('temp_store = MEMORY')
+  connection.pragma(`cache_size = -${WRITER_CACHE_KIB}`)
   const writer = withStatementCache(connection)
   // Reads outside a write see only what is committed (sqlite-driver.ts); WAL lets this connection read
   // the last committed snapshot while the writer's batch is open. `:memory:` cannot be opened twice.
