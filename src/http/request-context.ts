@@ -25,12 +25,13 @@ const INFO = 30
 
 /**
  * The request line as the text pino writes for `{ request_id, ...line }` at info, built directly: the
- * level and time, the logger's bindings, the fields in order (an undefined one left out, as pino does),
- * then `msg`. pino's generic path (building the merged object, serializing each key, then the scrubbing
- * hook over the whole line) was about 3 of a GET's 50 µs of CPU (docs/performance.md, seventh pass).
- * Neither redaction nor the hook could change a byte of it: every value is ours (ids we generate, the
- * request id included since app.ts reads no request-id header; a method node's parser accepted; a route
- * pattern; numbers). test/unit/request-line.test.ts holds it to the line pino's redacting logger writes.
+ * level and time, the logger's bindings, the fields in order (an undefined one left out and a duration
+ * that is not a finite number written null, as pino does), then `msg`. pino's generic path (building the
+ * merged object, serializing each key, then the scrubbing hook over the whole line) was about 3 of a GET's
+ * 50 µs of CPU (docs/performance.md, seventh pass). Neither redaction nor the hook could change a byte of
+ * it: every value is ours (ids we generate, the request id included since app.ts reads no request-id
+ * header; a method node's parser accepted; a route pattern; numbers). test/unit/request-line.test.ts holds
+ * it to the line pino's redacting logger writes.
  */
 function writeRequestLine(log: Logger, requestId: string, line: RequestLine): void {
   const members = log as unknown as PinoMembers
@@ -40,7 +41,8 @@ function writeRequestLine(log: Logger, requestId: string, line: RequestLine): vo
   stream.write(`${level}${time}${members[chindingsSym] as string},"${REQUEST_ID_LOG_LABEL}":${JSON.stringify(requestId)}${
     line.account_id === undefined ? '' : `,"account_id":${JSON.stringify(line.account_id)}`}${
     line.agent_id === undefined ? '' : `,"agent_id":${JSON.stringify(line.agent_id)}`},"method":${JSON.stringify(line.method)},"route":${
-    JSON.stringify(line.route)},"status":${line.status},"duration_ms":${line.duration_ms},"msg":"request"}\n`)
+    JSON.stringify(line.route)},"status":${line.status},"duration_ms":${
+    Number.isFinite(line.duration_ms) ? line.duration_ms : null},"msg":"request"}\n`)
 }
 
 interface RequestLine {
