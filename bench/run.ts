@@ -81,7 +81,7 @@ interface Row {
   floorCpuUs: number | null
   /**
    * The floor's CPU per request over the service's (a hello-world floor only): the ratio its throughput
-   * would have if both were CPU-bound on the same core. It moves far less with the machine than `ratio`.
+   * would have if both were CPU-bound on the same core. It moves less with the machine than `ratio`.
    */
   cpuRatio: number | null
   /** The machine's 1-minute load average when the row was measured: the figures move with it. */

@@ -11,8 +11,8 @@ export interface LoadResult {
   requests: number
   /**
    * CPU (user + system) the server's processes used per request of the measured seconds, in µs, when
-   * LoadOptions.cpuOf was given. Unlike req/s it barely moves with the rest of the machine's load: it is
-   * what a ratio to a floor measured in another minute can be read from.
+   * LoadOptions.cpuOf was given. It moves less than req/s with the rest of the machine's load, so a ratio
+   * to a floor measured in another minute is better read from it.
    */
   cpuUsPerRequest: number | null
 }
