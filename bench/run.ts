@@ -75,7 +75,10 @@ interface Row {
   floor2: string | null
   floor2RequestsPerSecond: number | null
   ratio2: number | null
-  /** Server CPU (user + system, every process of it) per request of autocannon's measured seconds, µs. */
+  /**
+   * Server CPU (user + system, every process of it) per request of autocannon's measured seconds, µs.
+   * Node's only: on PostgreSQL the database's CPU is not in it (the scale scenario reports that).
+   */
   serverCpuUs: number | null
   /** The floor server's CPU per request, µs (the hello-world floors only). */
   floorCpuUs: number | null

@@ -5,7 +5,7 @@ type Method = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace'
 /**
  * A request's logger (Fastify's `request.log`), made on first use. pino builds a child's bindings and
  * redaction when it is made, about 2.6 KB and a redaction pass per request, while most requests log only
- * their request line, which request-context.ts writes through the parent (`plainRequestLogger`). Lines
+ * their request line, which request-context.ts writes to the parent's stream (`writeRequestLine`). Lines
  * logged through this one are the same as through the child it stands for.
  */
 export class LazyRequestLogger {
