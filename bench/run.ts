@@ -151,7 +151,7 @@ async function runStore(store: TestStore): Promise<StoreResult> {
   }
   const pages = runs('pages') ? await seedPayments(store, PAGES) : undefined
 
-  // The floors run alone, before the service starts, so neither slows the other.
+  // The payment floors run alone, before the service starts, so neither slows the other.
   process.stderr.write(`[${store.name}] floors…\n`)
   const base = { connections: CONNECTIONS, durationSeconds: DURATION, warmupSeconds: WARMUP }
   let paymentFloors: { first: Floor, second?: Floor } | undefined
@@ -168,23 +168,25 @@ async function runStore(store: TestStore): Promise<StoreResult> {
       notes.push('floor 2 of POST /payments: node-pg running the same four statements in one transaction (begin, four, commit: six round trips) through a pool of 10, the service\'s size')
     }
   }
+  // The hello-world floors run just before the scenario each is the floor of, beside the started (idle)
+  // service: each ratio then divides two runs seconds apart rather than minutes, between which this
+  // machine's speed moved by a third (docs/performance.md, eighth pass).
   const helloServer = runs('get') || runs('replay') || runs('wishes') ? await startHello() : undefined
-  const helloFloors: { get?: Floor, post?: Floor } = {}
-  if (helloServer) {
-    const hello = { ...base, url: helloServer.url, cpuOf: () => helloServer.pids() }
-    const floorOf = (label: string, result: LoadResult): Floor => ({ label, requestsPerSecond: result.requestsPerSecond, cpuUsPerRequest: result.cpuUsPerRequest })
-    if (runs('get')) helloFloors.get = floorOf('hello-world GET', await load({ ...hello, path: '/payments/x' }))
-    if (runs('replay') || runs('wishes')) {
-      helloFloors.post = floorOf('hello-world POST', await load({ ...hello, path: '/wishes', method: 'POST', body: '{"query":"x"}' }))
-    }
-    await helloServer.stop()
+  const floorOf = (label: string, result: LoadResult): Floor => ({ label, requestsPerSecond: result.requestsPerSecond, cpuUsPerRequest: result.cpuUsPerRequest })
+  const helloFloor = (request: { path: string, method?: 'GET' | 'POST', body?: string }) => async (): Promise<Floor> => {
+    const hello = { ...base, url: helloServer!.url, cpuOf: () => helloServer!.pids() }
+    return floorOf(`hello-world ${request.method ?? 'GET'}`, await load({ ...hello, ...request }))
   }
+  const helloGet = helloFloor({ path: '/payments/x' })
+  const helloPost = helloFloor({ path: '/wishes', method: 'POST', body: '{"query":"x"}' })
 
   const main = SCENARIOS.filter((s) => s !== 'scale').some(runs)
-  const server = main ? await startWishpay(store.env, { cpuProfileDir: values['cpu-prof'] }) : undefined
+  let server: RunningProcess | undefined
   try {
+    server = main ? await startWishpay(store.env, { cpuProfileDir: values['cpu-prof'] }) : undefined
     if (server) {
-      const service = { ...base, url: server.url, key: seed.key, cpuOf: () => server.pids() }
+      const started = server
+      const service = { ...base, url: started.url, key: seed.key, cpuOf: () => started.pids() }
       const withWrk = WRK !== null
       process.stderr.write(`[${store.name}] scenarios…\n`)
       if (paymentFloors) {
@@ -192,17 +194,20 @@ async function runStore(store: TestStore): Promise<StoreResult> {
         rows.push(row('POST /payments (new key each)', pay, server, paymentFloors.first, paymentFloors.second))
       }
       if (runs('replay')) {
+        const floor = await helloPost()
         const replayBody = JSON.stringify({ mandate_id: seed.mandateId, amount: 1, idempotency_key: 'bench-replay' })
         const replay = await drive({ ...service, path: '/payments', method: 'POST', body: replayBody }, withWrk)
-        rows.push(row('POST /payments (replay one key)', replay, server, helloFloors.post!))
+        rows.push(row('POST /payments (replay one key)', replay, server, floor))
       }
       if (runs('get')) {
+        const floor = await helloGet()
         const get = await drive({ ...service, path: `/payments/${seed.paymentId}` }, withWrk)
-        rows.push(row('GET /payments/:id', get, server, helloFloors.get!))
+        rows.push(row('GET /payments/:id', get, server, floor))
       }
       if (runs('wishes')) {
+        const floor = await helloPost()
         const wish = await drive({ ...service, path: '/wishes', method: 'POST', body: '{"query":"a bench wish"}' }, withWrk)
-        rows.push(row('POST /wishes', wish, server, helloFloors.post!))
+        rows.push(row('POST /wishes', wish, server, floor))
       }
       if (runs('list')) {
         const first = await drive({ ...service, path: '/wishes?status=active&limit=10' }, withWrk)
@@ -227,6 +232,7 @@ async function runStore(store: TestStore): Promise<StoreResult> {
     }
   } finally {
     await server?.stop()
+    await helloServer?.stop()
   }
 
   let scaleRows: ScaleRow[] | null = null
