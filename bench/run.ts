@@ -231,8 +231,8 @@ async function runStore(store: TestStore): Promise<StoreResult> {
       }
     }
   } finally {
-    await server?.stop()
-    await helloServer?.stop()
+    // Both, even if one fails to stop.
+    await Promise.allSettled([server?.stop(), helloServer?.stop()])
   }
 
   let scaleRows: ScaleRow[] | null = null

@@ -79,7 +79,8 @@ function hasColumns(row: Record<string, unknown>, columns: readonly string[]): b
  * `insert into <table> (<columns>) values ...` for rows that name the same columns (as Kysely's
  * `values()` does, a column whose value is undefined is left out), from a template per table, column list
  * and row count. Rows that name different columns are built by Kysely as usual. Every payment runs it
- * three to five times, so it reads each row once and joins the column list once.
+ * three to five times, so it lists the first row's columns once, checks each other row against that list
+ * in place and joins the list once (docs/performance.md, eighth pass).
  */
 export function insertRows<T extends Table>(db: Executor, table: T, rows: readonly Insertable<DatabaseSchema[T]>[]): Compilable<unknown> | CompiledQuery<unknown> {
   const records = rows as readonly Record<string, unknown>[]

@@ -45,7 +45,7 @@ for (const kind of storeKinds()) {
       const row = (id: string, extra: Record<string, unknown> = {}) => ({ id, name: `name ${id}`, created_at: '2026-11-24T10:00:00.000Z', ...extra })
       const reordered = { created_at: '2026-11-24T10:00:00.000Z', id: 'h', name: 'name h' }
       for (const rows of [[row('a')], [row('b'), row('c')], [row('d', { name: undefined })], [row('e'), row('f', { name: undefined })],
-        // A later row with its columns in another order, with one more, or with one fewer (in the middle, at the end) than the first.
+        // A later row with its columns in another order, with one more (at the end, in the middle), or with one fewer at the end than the first.
         [row('g'), reordered], [row('i'), row('j', { extra: 1 })], [row('k', { name: undefined }), row('l')],
         [row('m'), row('n', { created_at: undefined })]]) {
         const built = insertRows(suite.db.kysely, 'accounts', rows as never)
