@@ -37,6 +37,13 @@ function asOneJsonValue<R>(db: Executor, query: RawBuilder<R>): Compilable<{ row
  * retried key by key, so one caller's key never fails another's. Both must find the same rows:
  * test/unit/batched-lookup.test.ts holds the lookups of this codebase to that.
  *
+ * At most one batch of a lookup is on its way to a database at a time: the lookups submitted while it is
+ * go together as the next one, once it is answered. A server started at most 8 requests a turn
+ * (http/turn-budget.ts), so a batch a turn held 8 keys at most, while an answer takes a few turns to come
+ * back under load; each query costs node-pg, the loopback socket and PostgreSQL about the same whatever
+ * its number of keys (docs/performance.md, ninth pass). A lookup never waits for more than the answer
+ * already on its way, and runs after it was submitted, so it sees every commit made before then.
+ *
  * `many` should look each key up in a LATERAL subquery with a LIMIT, or a correlated subquery, so that
  * PostgreSQL runs one index lookup a key whatever it guesses of the number of keys.
  */
@@ -48,11 +55,22 @@ export function batchedLookup<R, A extends string[]>(
   const shape = `batched lookup ${lookups++}`
   const single = reusableQuery<R, A>(one)
   const waitingByDb = new WeakMap<Executor, Waiting[]>()
+  /** Databases with a batch of this lookup on its way: keys submitted meanwhile wait for the next one. */
+  const inFlight = new WeakSet<Executor>()
 
   function flush(db: Executor): void {
-    const waiting = waitingByDb.get(db)!
+    const waiting = waitingByDb.get(db)
+    if (waiting === undefined) return
     waitingByDb.delete(db)
-    for (let start = 0; start < waiting.length; start += MAX_KEYS) void lookUp(db, waiting.slice(start, start + MAX_KEYS))
+    inFlight.add(db)
+    const chunks: Array<Promise<void>> = []
+    for (let start = 0; start < waiting.length; start += MAX_KEYS) chunks.push(lookUp(db, waiting.slice(start, start + MAX_KEYS)))
+    // lookUp answers its callers whatever happens; allSettled only so that nothing can keep inFlight set.
+    void Promise.allSettled(chunks).then(() => {
+      inFlight.delete(db)
+      // A turn later, as for the first: the requests of the turn that read the answer join the next batch.
+      if (waitingByDb.has(db)) setImmediate(flush, db)
+    })
   }
 
   /** Answers every caller of `chunk`, whatever happens: none is left waiting. */
@@ -87,8 +105,9 @@ export function batchedLookup<R, A extends string[]>(
       let waiting = waitingByDb.get(db)
       if (waiting === undefined) {
         waitingByDb.set(db, waiting = [])
-        // A turn later: the lookups of the requests this turn started go together.
-        setImmediate(flush, db)
+        // A turn later: the lookups of the requests this turn started go together. With a batch on its
+        // way, they wait for its answer (flush above), with the lookups of the turns until then.
+        if (!inFlight.has(db)) setImmediate(flush, db)
       }
       waiting.push({ args, resolve: resolve as (rows: unknown[]) => void, reject })
     })

@@ -122,4 +122,23 @@ describe('batched lookups (postgres)', { skip: !pgUrl && 'PostgreSQL only (TEST_
     assert.deepEqual(outcomes.map((o) => o.status), ['fulfilled', 'rejected', 'fulfilled'])
     assert.deepEqual(outcomes.map((o) => (o.status === 'fulfilled' ? o.value?.id : undefined)), [seeded.payments[0], undefined, seeded.payments[1]])
   })
+
+  test('while a batch is on its way, the lookups of the next turns wait for it and then go together as one query', async () => {
+    const runs = async () => (await sql<{ runs: number }>`select coalesce(sum(generic_plans + custom_plans), 0)::int as runs
+      from pg_prepared_statements where statement like '%json_to_recordset%' and statement like '%from payments%'`.execute(one.kysely)).rows[0]!.runs
+    const before = await runs()
+    // The one connection is held: the first batch waits for it, on its way, while five more turns pass.
+    let release!: () => void
+    const held = one.kysely.connection().execute(() => new Promise<void>((resolve) => { release = resolve }))
+    const found = [payments.findPayment(one.kysely, seeded.accounts[0]!, seeded.payments[0]!)]
+    for (let turn = 1; turn <= 5; turn++) {
+      await new Promise(setImmediate)
+      found.push(payments.findPayment(one.kysely, seeded.accounts[turn % 2]!, seeded.payments[turn % 2]!))
+    }
+    release()
+    await held
+    assert.deepEqual((await Promise.all(found)).map((p) => p?.id), Array.from({ length: 6 }, (_, i) => seeded.payments[i % 2]))
+    // The first batch, then one for the five keys of the later turns (one a turn would have been six).
+    assert.equal(await runs() - before, 2)
+  })
 })
