@@ -11,7 +11,7 @@ import { paymentFloor } from './floors.js'
 import { pgbenchFloor, type PgbenchResult, pgbenchVersion } from './pgbench.js'
 import { ROOT, type RunningProcess, startHello, startWishpay } from './processes.js'
 import { scale, type ScaleRow } from './scale.js'
-import { type Driven, drive, load, type LoadResult, PAYMENT_BODY } from './scenarios.js'
+import { type Driven, drive, PAYMENT_BODY } from './scenarios.js'
 import { seedBasics, seedMandates, seedWishes } from './seed.js'
 import { seedPayments } from './seed-pages.js'
 import { cell, printTable } from './table.js'
@@ -75,6 +75,9 @@ interface Row {
   floor2: string | null
   floor2RequestsPerSecond: number | null
   ratio2: number | null
+  /** The hello-world floor through wrk, and wrk's req/s over it: the issue's outside probe measured so. */
+  wrkFloorRequestsPerSecond: number | null
+  wrkRatio: number | null
   /**
    * Server CPU (user + system, every process of it) per request of autocannon's measured seconds, µs.
    * Node's only: on PostgreSQL the database's CPU is not in it (the scale scenario reports that).
@@ -96,6 +99,8 @@ interface Floor {
   requestsPerSecond: number | null
   /** The floor server's CPU per request, µs (the hello-world floors). */
   cpuUsPerRequest?: number | null
+  /** The same floor through wrk (the hello-world floors, when wrk is installed). */
+  wrkRequestsPerSecond?: number | null
 }
 
 const ratio = (rps: number, floor: Floor | undefined) => (floor?.requestsPerSecond ? Math.round((rps / floor.requestsPerSecond) * 100) / 100 : null)
@@ -119,6 +124,8 @@ function row(scenario: string, result: Driven, server: RunningProcess, floor: Fl
     floor2: floor2?.label ?? null,
     floor2RequestsPerSecond: floor2?.requestsPerSecond == null ? null : Math.round(floor2.requestsPerSecond),
     ratio2: ratio(rps, floor2),
+    wrkFloorRequestsPerSecond: floor?.wrkRequestsPerSecond == null ? null : Math.round(floor.wrkRequestsPerSecond),
+    wrkRatio: result.wrk ? ratio(result.wrk.requestsPerSecond, { label: 'wrk', requestsPerSecond: floor?.wrkRequestsPerSecond ?? null }) : null,
     serverCpuUs: result.autocannon.cpuUsPerRequest,
     floorCpuUs: floor?.cpuUsPerRequest ?? null,
     cpuRatio: floor?.cpuUsPerRequest && result.autocannon.cpuUsPerRequest
@@ -172,10 +179,15 @@ async function runStore(store: TestStore): Promise<StoreResult> {
   // service: each ratio then divides two runs seconds apart rather than minutes, between which this
   // machine's speed moved by a third (docs/performance.md, eighth pass).
   const helloServer = runs('get') || runs('replay') || runs('wishes') ? await startHello() : undefined
-  const floorOf = (label: string, result: LoadResult): Floor => ({ label, requestsPerSecond: result.requestsPerSecond, cpuUsPerRequest: result.cpuUsPerRequest })
+  const floorOf = (label: string, result: Driven): Floor => ({
+    label,
+    requestsPerSecond: result.autocannon.requestsPerSecond,
+    cpuUsPerRequest: result.autocannon.cpuUsPerRequest,
+    wrkRequestsPerSecond: result.wrk?.requestsPerSecond ?? null,
+  })
   const helloFloor = (request: { path: string, method?: 'GET' | 'POST', body?: string }) => async (): Promise<Floor> => {
     const hello = { ...base, url: helloServer!.url, cpuOf: () => helloServer!.pids() }
-    return floorOf(`hello-world ${request.method ?? 'GET'}`, await load({ ...hello, ...request }))
+    return floorOf(`hello-world ${request.method ?? 'GET'}`, await drive({ ...hello, ...request }, WRK !== null))
   }
   const helloGet = helloFloor({ path: '/payments/x' })
   const helloPost = helloFloor({ path: '/wishes', method: 'POST', body: '{"query":"x"}' })
@@ -255,11 +267,12 @@ function print(store: string, result: StoreResult): void {
   const wrkNote = WRK ? [] : ['wrk not found: wrk columns n/a (Debian: apt-get install wrk)']
   if (result.rows.length > 0) {
     printTable(title,
-      ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'wrk req/s', 'wrk p99 ms', 'wrk errors', 'peak RSS MB', 'floor', 'floor req/s', 'ratio', 'floor 2 req/s', 'ratio 2', 'CPU µs/req', 'floor CPU µs/req', 'CPU ratio'],
+      ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'wrk req/s', 'wrk p99 ms', 'wrk errors', 'peak RSS MB', 'floor', 'floor req/s', 'ratio', 'floor 2 req/s', 'ratio 2', 'wrk floor req/s', 'wrk ratio', 'CPU µs/req', 'floor CPU µs/req', 'CPU ratio'],
       result.rows.map((r) => [
         r.scenario, cell(r.requestsPerSecond), cell(r.p50), cell(r.p99), cell(r.errors),
         cell(r.wrkRequestsPerSecond, 'n/a'), cell(r.wrkP99, 'n/a'), cell(r.wrkErrors, 'n/a'), cell(r.peakRssMb),
         r.floor, cell(r.floorRequestsPerSecond), cell(r.ratio), cell(r.floor2RequestsPerSecond), cell(r.ratio2),
+        cell(r.wrkFloorRequestsPerSecond), cell(r.wrkRatio),
         cell(r.serverCpuUs), cell(r.floorCpuUs), cell(r.cpuRatio),
       ]),
       [...result.notes, ...wrkNote, ...loadNote])
