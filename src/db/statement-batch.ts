@@ -15,7 +15,10 @@ export interface StatementBatch {
 export interface StatementBatchOptions {
   /** Statements in one transaction at most. */
   maxBatch?: number
-  /** Transactions of this batch open at once at most (each holds a pooled connection). */
+  /**
+   * Transactions of this batch open at once at most (each holds a pooled connection). Default: 1 when
+   * statements go together (the batch grows while one is answered), 4 when each runs alone.
+   */
   maxInFlight?: number
 }
 
@@ -44,7 +47,10 @@ interface Pending {
 export function createStatementBatch(postgres: PostgresHandle, options: StatementBatchOptions = {}): StatementBatch {
   // Without prepared statements a script cannot carry values: each statement runs alone, with its own.
   const maxBatch = postgres.prepares ? options.maxBatch ?? 64 : 1
-  const maxInFlight = options.maxInFlight ?? 4
+  // One transaction at a time: what arrives meanwhile joins the next, so a process never makes its own
+  // transactions wait for each other's row locks or share the cores with more backends than it needs
+  // (about a third less CPU a payment, node's and PostgreSQL's: docs/performance.md, ninth pass).
+  const maxInFlight = options.maxInFlight ?? (maxBatch > 1 ? 1 : 4)
   const queue: Pending[] = []
   let inFlight = 0
   let scheduled = false

@@ -54,6 +54,33 @@ describe('statement batch (postgres)', { skip: !pgUrl && 'PostgreSQL only (TEST_
     assert.deepEqual([...sizes.values()].sort((a, b) => a - b), [6, 8, 8, 8])
   })
 
+  test('by default one transaction is in flight: statements of the turns while it runs form the next one', async () => {
+    const batch = batchOf()
+    // The first statement waits for an advisory lock the test holds, so it stays in flight meanwhile.
+    let locked!: () => void
+    let release!: () => void
+    const isLocked = new Promise<void>((resolve) => { locked = resolve })
+    const holder = kysely().transaction().execute(async (trx) => {
+      await sql`select pg_advisory_xact_lock(4242)`.execute(trx)
+      locked()
+      await new Promise<void>((resolve) => { release = resolve })
+    })
+    await isLocked
+    const first = batch.run(q(sql<{ tx: string }>`select txid_current()::text as tx from (select pg_advisory_xact_lock(4242)) as l`), 'k')
+    // It left on the turn after it was submitted; five statements follow, one a turn.
+    await new Promise(setImmediate)
+    const later: Array<Promise<{ rows: Array<{ tx: string }> }>> = []
+    for (let turn = 0; turn < 5; turn++) {
+      later.push(batch.run(q(txid()), `k${turn}`))
+      await new Promise(setImmediate)
+    }
+    release()
+    await holder
+    const tx = [(await first).rows[0]!.tx, ...(await Promise.all(later)).map((r) => r.rows[0]!.tx)]
+    assert.notEqual(tx[1], tx[0])
+    assert.equal(new Set(tx.slice(1)).size, 1, 'the five later statements share one transaction')
+  })
+
   test('a failing statement rejects its own caller only: the others of its batch commit, each exactly once', async () => {
     const batch = batchOf()
     await sql`insert into notes (id) values ('taken')`.execute(kysely())
