@@ -176,8 +176,9 @@ async function runStore(store: TestStore): Promise<StoreResult> {
     }
   }
   // The hello-world floors run just before the scenario each is the floor of, beside the started (idle)
-  // service: each ratio then divides two runs seconds apart rather than minutes, between which this
-  // machine's speed moved by a third (docs/performance.md, eighth pass).
+  // service: each ratio then divides two runs a few seconds apart (autocannon's are a wrk run apart)
+  // rather than minutes, between which this machine's speed moved by a third (docs/performance.md,
+  // eighth pass).
   const helloServer = runs('get') || runs('replay') || runs('wishes') ? await startHello() : undefined
   const floorOf = (label: string, result: Driven): Floor => ({
     label,
@@ -260,6 +261,9 @@ async function runStore(store: TestStore): Promise<StoreResult> {
   return { rows, notes, scale: scaleRows, scaleSkipped }
 }
 
+/** What a wrk floor cell says when it is empty: `n/a` on a hello-world's row without wrk, else nothing. */
+const wrkMissing = (r: Row) => (WRK === null && r.floor.startsWith('hello-world') ? 'n/a' : '')
+
 function print(store: string, result: StoreResult): void {
   const title = `${store}${partial ? ' (partial run, not written)' : ''}`
   const loads = [...result.rows, ...(result.scale ?? [])].map((r) => r.load1)
@@ -272,7 +276,7 @@ function print(store: string, result: StoreResult): void {
         r.scenario, cell(r.requestsPerSecond), cell(r.p50), cell(r.p99), cell(r.errors),
         cell(r.wrkRequestsPerSecond, 'n/a'), cell(r.wrkP99, 'n/a'), cell(r.wrkErrors, 'n/a'), cell(r.peakRssMb),
         r.floor, cell(r.floorRequestsPerSecond), cell(r.ratio), cell(r.floor2RequestsPerSecond), cell(r.ratio2),
-        cell(r.wrkFloorRequestsPerSecond), cell(r.wrkRatio),
+        cell(r.wrkFloorRequestsPerSecond, wrkMissing(r)), cell(r.wrkRatio, wrkMissing(r)),
         cell(r.serverCpuUs), cell(r.floorCpuUs), cell(r.cpuRatio),
       ]),
       [...result.notes, ...wrkNote, ...loadNote])

@@ -47,9 +47,9 @@ interface Pending {
 export function createStatementBatch(postgres: PostgresHandle, options: StatementBatchOptions = {}): StatementBatch {
   // Without prepared statements a script cannot carry values: each statement runs alone, with its own.
   const maxBatch = postgres.prepares ? options.maxBatch ?? 64 : 1
-  // One transaction at a time: what arrives meanwhile joins the next, so a process never makes its own
-  // transactions wait for each other's row locks or share the cores with more backends than it needs
-  // (about a third less CPU a payment, node's and PostgreSQL's: docs/performance.md, ninth pass).
+  // One transaction at a time: what arrives meanwhile joins the next, so a process's own transactions do
+  // not wait for each other's row locks nor keep more backends busy than it needs (PostgreSQL's CPU a
+  // write about a quarter lower: docs/performance.md, ninth pass).
   const maxInFlight = options.maxInFlight ?? (maxBatch > 1 ? 1 : 4)
   const queue: Pending[] = []
   let inFlight = 0
@@ -66,8 +66,9 @@ export function createStatementBatch(postgres: PostgresHandle, options: Statemen
     try {
       results = await postgres.runTogether(items.flatMap((item) => item.statements))
     } catch {
-      // Which statement failed, and whether for its own reason, only running each alone can tell.
-      await Promise.all(items.map(runAlone))
+      // Which statement failed, and whether for its own reason, only running each alone can tell. They
+      // run outside the batch's slot: the next batch need not wait for all of them (one in flight).
+      void Promise.all(items.map(runAlone))
       return
     }
     let end = 0

@@ -92,6 +92,33 @@ describe('statement batch (postgres)', { skip: !pgUrl && 'PostgreSQL only (TEST_
     assert.deepEqual(rows.rows.map((r) => r.id), ['a', 'b', 'c', 'd', 'taken'])
   })
 
+  test('after a shared transaction fails, its statements run again alone without holding up the next batch', async () => {
+    const batch = batchOf()
+    await sql`insert into notes (id) values ('held-taken')`.execute(kysely())
+    // The test holds an advisory lock, so that one statement's run alone waits for it.
+    let locked!: () => void
+    let release!: () => void
+    const isLocked = new Promise<void>((resolve) => { locked = resolve })
+    const holder = kysely().transaction().execute(async (trx) => {
+      await sql`select pg_advisory_xact_lock(4343)`.execute(trx)
+      locked()
+      await new Promise<void>((resolve) => { release = resolve })
+    })
+    await isLocked
+    const order: string[] = []
+    // Sorted by lock key, the duplicate runs first and fails the shared transaction before the lock is asked for.
+    const failing = batch.run(q(sql`insert into notes (id) values ('held-taken')`), 'a')
+    const waiting = batch.run(q(sql`select pg_advisory_xact_lock(4343)`), 'b').then(() => { order.push('rerun') })
+    await assert.rejects(failing, /duplicate key/)
+    // The failing statement's run alone is over; the other's waits for the lock. A new statement:
+    const next = batch.run(q(txid()), 'c').then(() => { order.push('next') })
+    // Released once the new statement is answered; the timer only ends the test if it never is.
+    const fallback = setTimeout(() => release(), 10_000)
+    await next.finally(() => { clearTimeout(fallback); release() })
+    await Promise.all([holder, waiting])
+    assert.deepEqual(order, ['next', 'rerun'])
+  })
+
   test('values travel as literals exactly: quotes, backslashes, placeholders, SQL, unicode, null, big numbers', async () => {
     const batch = batchOf()
     await sql`create table odd (id text primary key, body text, n bigint)`.execute(kysely())
