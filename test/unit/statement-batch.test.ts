@@ -26,6 +26,19 @@ describe('statement batch (postgres)', { skip: !pgUrl && 'PostgreSQL only (TEST_
   const batchOf = (options?: StatementBatchOptions) => createStatementBatch(store.db.postgres!, options)
   const q = <R>(statement: RawBuilder<R>) => statement.compile(kysely())
   const txid = () => sql<{ tx: string }>`select txid_current()::text as tx`
+  /** Takes an advisory lock in a transaction of its own; `release` ends it, `done` once it ended. */
+  const holdAdvisoryLock = async (key: number) => {
+    let locked!: () => void
+    let release!: () => void
+    const isLocked = new Promise<void>((resolve) => { locked = resolve })
+    const done = kysely().transaction().execute(async (trx) => {
+      await sql`select pg_advisory_xact_lock(${key})`.execute(trx)
+      locked()
+      await new Promise<void>((resolve) => { release = resolve })
+    })
+    await isLocked
+    return { release: () => release(), done }
+  }
 
   test('statements submitted in the same turn run in one transaction; one submitted alone runs in its own', async () => {
     const batch = batchOf({ maxInFlight: 1 })
@@ -57,15 +70,7 @@ describe('statement batch (postgres)', { skip: !pgUrl && 'PostgreSQL only (TEST_
   test('by default one transaction is in flight: statements of the turns while it runs form the next one', async () => {
     const batch = batchOf()
     // The first statement waits for an advisory lock the test holds, so it stays in flight meanwhile.
-    let locked!: () => void
-    let release!: () => void
-    const isLocked = new Promise<void>((resolve) => { locked = resolve })
-    const holder = kysely().transaction().execute(async (trx) => {
-      await sql`select pg_advisory_xact_lock(4242)`.execute(trx)
-      locked()
-      await new Promise<void>((resolve) => { release = resolve })
-    })
-    await isLocked
+    const holder = await holdAdvisoryLock(4242)
     const first = batch.run(q(sql<{ tx: string }>`select txid_current()::text as tx from (select pg_advisory_xact_lock(4242)) as l`), 'k')
     // It left on the turn after it was submitted; five statements follow, one a turn.
     await new Promise(setImmediate)
@@ -74,8 +79,8 @@ describe('statement batch (postgres)', { skip: !pgUrl && 'PostgreSQL only (TEST_
       later.push(batch.run(q(txid()), `k${turn}`))
       await new Promise(setImmediate)
     }
-    release()
-    await holder
+    holder.release()
+    await holder.done
     const tx = [(await first).rows[0]!.tx, ...(await Promise.all(later)).map((r) => r.rows[0]!.tx)]
     assert.notEqual(tx[1], tx[0])
     assert.equal(new Set(tx.slice(1)).size, 1, 'the five later statements share one transaction')
@@ -96,15 +101,7 @@ describe('statement batch (postgres)', { skip: !pgUrl && 'PostgreSQL only (TEST_
     const batch = batchOf()
     await sql`insert into notes (id) values ('held-taken')`.execute(kysely())
     // The test holds an advisory lock, so that one statement's run alone waits for it.
-    let locked!: () => void
-    let release!: () => void
-    const isLocked = new Promise<void>((resolve) => { locked = resolve })
-    const holder = kysely().transaction().execute(async (trx) => {
-      await sql`select pg_advisory_xact_lock(4343)`.execute(trx)
-      locked()
-      await new Promise<void>((resolve) => { release = resolve })
-    })
-    await isLocked
+    const holder = await holdAdvisoryLock(4343)
     const order: string[] = []
     // Sorted by lock key, the duplicate runs first and fails the shared transaction before the lock is asked for.
     const failing = batch.run(q(sql`insert into notes (id) values ('held-taken')`), 'a')
@@ -113,9 +110,9 @@ describe('statement batch (postgres)', { skip: !pgUrl && 'PostgreSQL only (TEST_
     // The failing statement's run alone is over; the other's waits for the lock. A new statement:
     const next = batch.run(q(txid()), 'c').then(() => { order.push('next') })
     // Released once the new statement is answered; the timer only ends the test if it never is.
-    const fallback = setTimeout(() => release(), 10_000)
-    await next.finally(() => { clearTimeout(fallback); release() })
-    await Promise.all([holder, waiting])
+    const fallback = setTimeout(() => holder.release(), 10_000)
+    await next.finally(() => { clearTimeout(fallback); holder.release() })
+    await Promise.all([holder.done, waiting])
     assert.deepEqual(order, ['next', 'rerun'])
   })
 
