@@ -103,7 +103,7 @@ interface Floor {
   wrkRequestsPerSecond?: number | null
 }
 
-const ratio = (rps: number, floor: Floor | undefined) => (floor?.requestsPerSecond ? Math.round((rps / floor.requestsPerSecond) * 100) / 100 : null)
+const ratio = (rps: number, floorRps: number | null | undefined) => (floorRps ? Math.round((rps / floorRps) * 100) / 100 : null)
 
 function row(scenario: string, result: Driven, server: RunningProcess, floor: Floor | null, floor2?: Floor): Row {
   const rps = result.autocannon.requestsPerSecond
@@ -120,12 +120,12 @@ function row(scenario: string, result: Driven, server: RunningProcess, floor: Fl
     peakRssMb: server.peakRssMb(),
     floor: floor?.label ?? 'p50/p99 only',
     floorRequestsPerSecond: floor?.requestsPerSecond == null ? null : Math.round(floor.requestsPerSecond),
-    ratio: ratio(rps, floor ?? undefined),
+    ratio: ratio(rps, floor?.requestsPerSecond),
     floor2: floor2?.label ?? null,
     floor2RequestsPerSecond: floor2?.requestsPerSecond == null ? null : Math.round(floor2.requestsPerSecond),
-    ratio2: ratio(rps, floor2),
+    ratio2: ratio(rps, floor2?.requestsPerSecond),
     wrkFloorRequestsPerSecond: floor?.wrkRequestsPerSecond == null ? null : Math.round(floor.wrkRequestsPerSecond),
-    wrkRatio: result.wrk ? ratio(result.wrk.requestsPerSecond, { label: 'wrk', requestsPerSecond: floor?.wrkRequestsPerSecond ?? null }) : null,
+    wrkRatio: result.wrk ? ratio(result.wrk.requestsPerSecond, floor?.wrkRequestsPerSecond) : null,
     serverCpuUs: result.autocannon.cpuUsPerRequest,
     floorCpuUs: floor?.cpuUsPerRequest ?? null,
     cpuRatio: floor?.cpuUsPerRequest && result.autocannon.cpuUsPerRequest
