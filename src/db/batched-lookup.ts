@@ -1,4 +1,4 @@
-import { type Compilable, PostgresAdapter, type RawBuilder, sql } from 'kysely'
+import { type Compilable, PostgresAdapter, type RawBuilder } from 'kysely'
 import type { Executor } from './database.js'
 import { isDatabaseUnavailable } from './errors.js'
 import { compilable, fromTemplate } from './query-template.js'
@@ -16,21 +16,13 @@ interface Waiting {
 let lookups = 0
 
 /**
- * The rows of `query` as one JSON array in one row and column: node-pg then reads one value, parsed by one
- * JSON.parse, instead of describing and parsing each column of each row in JavaScript (a third of a
- * PostgreSQL GET's node-pg time: docs/performance.md, fifth pass). The columns of these lookups are text,
- * integers, JSON and bigints, which JSON gives back as node-pg's parsers do (bigints as numbers, as
- * database.ts reads them); the test of each lookup against its one-key form holds them to it.
- */
-function asOneJsonValue<R>(db: Executor, query: RawBuilder<R>): Compilable<{ rows: R[] }> {
-  return compilable(db, sql<{ rows: R[] }>`select coalesce(json_agg(m), '[]'::json) as rows from (${query}) as m`)
-}
-
-/**
  * A lookup by key that PostgreSQL answers for many callers in one round trip. Lookups through the
  * database itself (not a transaction) submitted in the same turn of the event loop go together as one
  * query, `many`: its one parameter, `keys`, is the JSON array of their keys (objects with the names in
- * `fields`, and the caller's index `i`), and each row it returns carries the `i` it answers. On a busy
+ * `fields`, and the caller's index `i`), and each row it returns carries the `i` it answers. Its rows
+ * come back as rows, which node-pg parses as it parses the one-key form's: aggregating them into one
+ * JSON value (json_agg) doubled PostgreSQL's CPU a query and saved node nothing measurable at a batch's
+ * usual size (docs/performance.md, tenth pass). On a busy
  * server a round trip costs node-pg, the kernel and PostgreSQL more than such a query does
  * (docs/performance.md, fourth pass). Everything else (SQLite, which reads in-process; a transaction)
  * runs `one` (a reusableQuery). A batch that fails for another reason than an unavailable database is
@@ -78,8 +70,8 @@ export function batchedLookup<R, A extends string[]>(
     let rows: Array<Record<string, unknown>>
     try {
       const keys = JSON.stringify(chunk.map((w, i) => ({ ...Object.fromEntries(fields.map((f, n) => [f, w.args[n]])), i })))
-      const answer = await db.executeQuery(fromTemplate(db, shape, [keys], ([slot]) => asOneJsonValue(db, many(slot!))))
-      rows = (answer.rows[0] as { rows: Array<Record<string, unknown>> }).rows
+      const answer = await db.executeQuery(fromTemplate(db, shape, [keys], ([slot]) => compilable(db, many(slot!))))
+      rows = answer.rows as Array<Record<string, unknown>>
     } catch (error) {
       // A database that cannot answer fails every caller at once, as their own queries would (not after
       // a second timeout each); any other failure may be one caller's key's, so each is looked up alone.

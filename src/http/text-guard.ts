@@ -30,9 +30,11 @@ interface PartSchema { properties?: Record<string, { type?: unknown, minimum?: u
 
 /** The integer-typed members of a route's params or querystring schema, with their message. */
 const integerMembers = new WeakMap<object, Map<string, string>>()
+/** A part without a schema (most routes' query string) has none: one shared empty map, not one a request. */
+const NONE: ReadonlyMap<string, string> = new Map()
 
-function integersOf(schema: unknown): Map<string, string> {
-  if (schema === null || typeof schema !== 'object') return new Map()
+function integersOf(schema: unknown): ReadonlyMap<string, string> {
+  if (schema === null || typeof schema !== 'object') return NONE
   let found = integerMembers.get(schema)
   if (found) return found
   found = new Map()
