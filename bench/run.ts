@@ -8,6 +8,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { paymentFloor } from './floors.js'
+import { openLoop, type OpenLoopResult } from './open-loop.js'
 import { pgbenchFloor, type PgbenchResult, pgbenchVersion } from './pgbench.js'
 import { ROOT, type RunningProcess, startHello, startWishpay } from './processes.js'
 import { scale, type ScaleRow } from './scale.js'
@@ -135,6 +136,15 @@ function row(scenario: string, result: Driven, server: RunningProcess, floor: Fl
   }
 }
 
+/**
+ * A row for an open-loop run (bench/open-loop.ts) at half the closed loop's rate: its p50 and p99 are
+ * the latency at a load the server carries, beside the closed loop's latency at saturation.
+ */
+function openLoopRow(scenario: string, result: OpenLoopResult, server: RunningProcess): Row {
+  const measured = { requestsPerSecond: result.requestsPerSecond, p50: result.p50, p99: result.p99, errors: result.errors, requests: result.requests, cpuUsPerRequest: null }
+  return row(`${scenario}, open loop at ${result.offeredPerSecond} req/s (half)`, { autocannon: measured, wrk: null }, server, null)
+}
+
 function pgbenchLabel(result: PgbenchResult): Floor {
   if (!result.ok) return { label: result.reason, requestsPerSecond: null }
   return { label: `pgbench, same SQL, ${PGBENCH_CLIENTS} clients, -M prepared`, requestsPerSecond: result.requestsPerSecond }
@@ -205,6 +215,8 @@ async function runStore(store: TestStore): Promise<StoreResult> {
       if (paymentFloors) {
         const pay = await drive({ ...service, path: '/payments', method: 'POST', body: PAYMENT_BODY, mandates: [seed.mandateId] }, withWrk)
         rows.push(row('POST /payments (new key each)', pay, server, paymentFloors.first, paymentFloors.second))
+        const half = Math.max(1, Math.round(pay.autocannon.requestsPerSecond / 2))
+        rows.push(openLoopRow('… same', await openLoop({ ...service, path: '/payments', method: 'POST', body: PAYMENT_BODY, mandates: [seed.mandateId], rate: half }), server))
       }
       if (runs('replay')) {
         const floor = await helloPost()
@@ -221,6 +233,8 @@ async function runStore(store: TestStore): Promise<StoreResult> {
         const floor = await helloPost()
         const wish = await drive({ ...service, path: '/wishes', method: 'POST', body: '{"query":"a bench wish"}' }, withWrk)
         rows.push(row('POST /wishes', wish, server, floor))
+        const half = Math.max(1, Math.round(wish.autocannon.requestsPerSecond / 2))
+        rows.push(openLoopRow('… same', await openLoop({ ...service, path: '/wishes', method: 'POST', body: '{"query":"a bench wish"}', rate: half }), server))
       }
       if (runs('list')) {
         const first = await drive({ ...service, path: '/wishes?status=active&limit=10' }, withWrk)
@@ -269,6 +283,9 @@ function print(store: string, result: StoreResult): void {
   const loads = [...result.rows, ...(result.scale ?? [])].map((r) => r.load1)
   const loadNote = loads.length > 0 ? [`load average (1 min) while measuring: ${Math.min(...loads).toFixed(2)}-${Math.max(...loads).toFixed(2)} on ${os.cpus().length} cores`] : []
   const wrkNote = WRK ? [] : ['wrk not found: wrk columns n/a (Debian: apt-get install wrk)']
+  const openLoopNote = result.rows.some((r) => r.scenario.includes('open loop'))
+    ? [`open loop: requests sent on a schedule at half the closed loop's req/s, over at most ${CONNECTIONS} connections, latency counted from when each was due (bench/open-loop.ts)`]
+    : []
   if (result.rows.length > 0) {
     printTable(title,
       ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'wrk req/s', 'wrk p99 ms', 'wrk errors', 'peak RSS MB', 'floor', 'floor req/s', 'ratio', 'floor 2 req/s', 'ratio 2', 'wrk floor req/s', 'wrk ratio', 'CPU µs/req', 'floor CPU µs/req', 'CPU ratio'],
@@ -279,7 +296,7 @@ function print(store: string, result: StoreResult): void {
         cell(r.wrkFloorRequestsPerSecond, wrkMissing(r)), cell(r.wrkRatio, wrkMissing(r)),
         cell(r.serverCpuUs), cell(r.floorCpuUs), cell(r.cpuRatio),
       ]),
-      [...result.notes, ...wrkNote, ...loadNote])
+      [...result.notes, ...openLoopNote, ...wrkNote, ...loadNote])
   }
   if (result.scale) {
     printTable(`${title}: scale-out, POST /payments, ${CONNECTIONS} connections`,

@@ -49,7 +49,8 @@ export async function load(options: LoadOptions): Promise<LoadResult> {
   return { ...result, cpuUsPerRequest: options.cpuOf && result.requests > 0 ? Math.round((used * 1e6) / result.requests) : null }
 }
 
-function bodyMaker(template: string, mandates: readonly string[]): (() => string) | null {
+/** Makes each request's body from LoadOptions' template; null when the template has no per-request part. */
+export function bodyMaker(template: string, mandates: readonly string[]): (() => string) | null {
   if (!template.includes('__KEY__') && !template.includes('__MANDATE__')) return null
   let next = 0
   return () => template.replaceAll('__KEY__', randomUUID()).replaceAll('__MANDATE__', mandates[next++ % mandates.length] ?? '')
