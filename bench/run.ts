@@ -12,7 +12,7 @@ import { openLoop, type OpenLoopResult } from './open-loop.js'
 import { pgbenchFloor, type PgbenchResult, pgbenchVersion } from './pgbench.js'
 import { ROOT, type RunningProcess, startHello, startWishpay } from './processes.js'
 import { scale, type ScaleRow } from './scale.js'
-import { type Driven, drive, PAYMENT_BODY } from './scenarios.js'
+import { type Driven, drive, PAYMENT_BODY, settle } from './scenarios.js'
 import { seedBasics, seedMandates, seedWishes } from './seed.js'
 import { seedPayments } from './seed-pages.js'
 import { cell, printTable } from './table.js'
@@ -211,36 +211,43 @@ async function runStore(store: TestStore): Promise<StoreResult> {
       const started = server
       const service = { ...base, url: started.url, key: seed.key, cpuOf: () => started.pids() }
       const withWrk = WRK !== null
+      // Before each run, its floor's included: the server has finished what the previous run left queued.
+      const settled = () => settle(started.url, seed.key, `/payments/${seed.paymentId}`)
       process.stderr.write(`[${store.name}] scenarios…\n`)
       if (paymentFloors) {
-        const pay = await drive({ ...service, path: '/payments', method: 'POST', body: PAYMENT_BODY, mandates: [seed.mandateId] }, withWrk)
+        const pay = await drive({ ...service, path: '/payments', method: 'POST', body: PAYMENT_BODY, mandates: [seed.mandateId] }, withWrk, settled)
         rows.push(row('POST /payments (new key each)', pay, server, paymentFloors.first, paymentFloors.second))
         const half = Math.max(1, Math.round(pay.autocannon.requestsPerSecond / 2))
+        await settled()
         rows.push(openLoopRow('… same', await openLoop({ ...service, path: '/payments', method: 'POST', body: PAYMENT_BODY, mandates: [seed.mandateId], rate: half }), server))
       }
       if (runs('replay')) {
+        await settled()
         const floor = await helloPost()
         const replayBody = JSON.stringify({ mandate_id: seed.mandateId, amount: 1, idempotency_key: 'bench-replay' })
-        const replay = await drive({ ...service, path: '/payments', method: 'POST', body: replayBody }, withWrk)
+        const replay = await drive({ ...service, path: '/payments', method: 'POST', body: replayBody }, withWrk, settled)
         rows.push(row('POST /payments (replay one key)', replay, server, floor))
       }
       if (runs('get')) {
+        await settled()
         const floor = await helloGet()
-        const get = await drive({ ...service, path: `/payments/${seed.paymentId}` }, withWrk)
+        const get = await drive({ ...service, path: `/payments/${seed.paymentId}` }, withWrk, settled)
         rows.push(row('GET /payments/:id', get, server, floor))
       }
       if (runs('wishes')) {
+        await settled()
         const floor = await helloPost()
-        const wish = await drive({ ...service, path: '/wishes', method: 'POST', body: '{"query":"a bench wish"}' }, withWrk)
+        const wish = await drive({ ...service, path: '/wishes', method: 'POST', body: '{"query":"a bench wish"}' }, withWrk, settled)
         rows.push(row('POST /wishes', wish, server, floor))
         const half = Math.max(1, Math.round(wish.autocannon.requestsPerSecond / 2))
+        await settled()
         rows.push(openLoopRow('… same', await openLoop({ ...service, path: '/wishes', method: 'POST', body: '{"query":"a bench wish"}', rate: half }), server))
       }
       if (runs('list')) {
-        const first = await drive({ ...service, path: '/wishes?status=active&limit=10' }, withWrk)
+        const first = await drive({ ...service, path: '/wishes?status=active&limit=10' }, withWrk, settled)
         rows.push(row(`GET /wishes?status=active&limit=10 (${WISHES} rows)`, first, server, null))
         const deep = WISHES >= 1_000_000 ? 900_000 : Math.floor(WISHES * 0.9)
-        const far = await drive({ ...service, path: `/wishes?status=active&limit=10&offset=${deep}` }, withWrk)
+        const far = await drive({ ...service, path: `/wishes?status=active&limit=10&offset=${deep}` }, withWrk, settled)
         rows.push(row(`… same at offset=${deep}`, far, server, null))
       }
       if (pages) {
@@ -251,10 +258,10 @@ async function runStore(store: TestStore): Promise<StoreResult> {
         const list = { ...service, key: pages.key, connections: 4 }
         const deep = Math.floor(pages.count * 0.9)
         const label = `GET /payments?limit=10 (${pages.count} rows, 4 connections)`
-        if (!quick) rows.push(row(label, await drive({ ...list, path: '/payments?limit=10' }, withWrk), server, null))
-        const cursor = await drive({ ...list, path: `/payments?limit=10&starting_after=${pages.idAt(deep - 1)}` }, withWrk)
+        if (!quick) rows.push(row(label, await drive({ ...list, path: '/payments?limit=10' }, withWrk, settled), server, null))
+        const cursor = await drive({ ...list, path: `/payments?limit=10&starting_after=${pages.idAt(deep - 1)}` }, withWrk, settled)
         rows.push(row(quick ? `${label} by cursor at ${deep}` : `… same by starting_after at ${deep}`, cursor, server, null))
-        if (!quick) rows.push(row(`… same at offset=${deep}`, await drive({ ...list, path: `/payments?limit=10&offset=${deep}` }, withWrk), server, null))
+        if (!quick) rows.push(row(`… same at offset=${deep}`, await drive({ ...list, path: `/payments?limit=10&offset=${deep}` }, withWrk, settled), server, null))
       }
     }
   } finally {

@@ -87,8 +87,35 @@ export interface Driven {
   wrk: WrkResult | null
 }
 
-/** The same load through autocannon, then through wrk (each with its warm-up). */
-export async function drive(options: LoadOptions, withWrk: boolean): Promise<Driven> {
+/**
+ * The same load through autocannon, then through wrk (each with its warm-up), each once `settled`
+ * resolves: a scenario whose requests timed out leaves them running in the server, and the next run
+ * would measure them.
+ */
+export async function drive(options: LoadOptions, withWrk: boolean, settled?: () => Promise<void>): Promise<Driven> {
+  await settled?.()
   const autocannonResult = await load(options)
-  return { autocannon: autocannonResult, wrk: withWrk ? await wrk(options) : null }
+  if (!withWrk) return { autocannon: autocannonResult, wrk: null }
+  await settled?.()
+  return { autocannon: autocannonResult, wrk: await wrk(options) }
+}
+
+const SETTLED_MS = 250
+const SETTLE_LIMIT_MS = 120_000
+
+/**
+ * Resolves once a request to `path` (a cheap read through the database) is answered within 250 ms: the
+ * server has then worked through what earlier requests left queued (requests keep running after the
+ * load generator gave up on them: at 64 connections, a deep offset page left about a minute of work). Gives
+ * up after two minutes, so a server that stays slow is measured as it is.
+ */
+export async function settle(url: string, key: string, path: string): Promise<void> {
+  const deadline = Date.now() + SETTLE_LIMIT_MS
+  while (Date.now() < deadline) {
+    const started = Date.now()
+    const answer = await fetch(new URL(path, url), { headers: { authorization: `Bearer ${key}` } }).catch(() => null)
+    await answer?.arrayBuffer()
+    if (answer?.ok && Date.now() - started < SETTLED_MS) return
+    await new Promise((resolve) => setTimeout(resolve, SETTLED_MS))
+  }
 }
