@@ -247,8 +247,10 @@ async function runStore(store: TestStore): Promise<StoreResult> {
         const first = await drive({ ...service, path: '/wishes?status=active&limit=10' }, withWrk, settled)
         rows.push(row(`GET /wishes?status=active&limit=10 (${WISHES} rows)`, first, server, null))
         const deep = WISHES >= 1_000_000 ? 900_000 : Math.floor(WISHES * 0.9)
-        const far = await drive({ ...service, path: `/wishes?status=active&limit=10&offset=${deep}` }, withWrk, settled)
-        rows.push(row(`… same at offset=${deep}`, far, server, null))
+        // At 4 connections, as `pages`: an offset walks the index up to its rows, and at 64 connections every
+        // request queued past autocannon's 10 s timeout (0 req/s, 128 timeouts), which measured nothing.
+        const far = await drive({ ...service, connections: 4, path: `/wishes?status=active&limit=10&offset=${deep}` }, withWrk, settled)
+        rows.push(row(`… same at offset=${deep} (4 connections)`, far, server, null))
       }
       if (pages) {
         // Cursor pagination (issue 16): the page at 90 % of the account's payments, by cursor and by offset,

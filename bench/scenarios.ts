@@ -101,13 +101,13 @@ export async function drive(options: LoadOptions, withWrk: boolean, settled?: ()
 }
 
 const SETTLED_MS = 250
-const SETTLE_LIMIT_MS = 120_000
+const SETTLE_LIMIT_MS = 300_000
 
 /**
  * Resolves once a request to `path` (a cheap read through the database) is answered within 250 ms: the
  * server has then worked through what earlier requests left queued (requests keep running after the
- * load generator gave up on them: at 64 connections, a deep offset page left about a minute of work). Gives
- * up after two minutes, so a server that stays slow is measured as it is.
+ * load generator gave up on them: at 64 connections, a deep offset page left minutes of work). Gives up
+ * after five minutes, so a server that stays slow is measured as it is.
  */
 export async function settle(url: string, key: string, path: string): Promise<void> {
   const deadline = Date.now() + SETTLE_LIMIT_MS
