@@ -15,12 +15,12 @@ import { bodyMaker, type LoadOptions } from './scenarios.js'
 export interface OpenLoopResult {
   /** The rate asked for. */
   offeredPerSecond: number
-  /** Answers over the measured seconds. */
+  /** Answers that came within the measured seconds, a second. */
   requestsPerSecond: number
   /** Milliseconds from when a request was due to the end of its answer. */
   p50: number
   p99: number
-  /** Non-2xx answers, socket errors, and requests still unanswered 10 s after the run. */
+  /** Non-2xx answers, socket errors, and requests still unanswered 10 s after the run (then cancelled). */
   errors: number
   requests: number
 }
@@ -30,68 +30,82 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** LoadOptions' request at `rate` a second; a warm-up first at the same rate, not measured. */
 export async function openLoop(options: LoadOptions & { rate: number }): Promise<OpenLoopResult> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: options.connections })
-  try {
-    if (options.warmupSeconds) await measure(options, agent, options.warmupSeconds)
-    return await measure(options, agent, options.durationSeconds)
-  } finally {
-    agent.destroy()
-  }
+  if (options.warmupSeconds) await measure(options, options.warmupSeconds)
+  return measure(options, options.durationSeconds)
 }
 
-async function measure(options: LoadOptions & { rate: number }, agent: http.Agent, seconds: number): Promise<OpenLoopResult> {
+/** One run on its own agent, so that nothing of a warm-up is measured; returns once none of its requests is left. */
+async function measure(options: LoadOptions & { rate: number }, seconds: number): Promise<OpenLoopResult> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: options.connections })
   const url = new URL(options.path, options.url)
   const headers: Record<string, string> = { 'content-type': 'application/json' }
   if (options.key) headers.authorization = `Bearer ${options.key}`
   const makeBody = options.body === undefined ? null : bodyMaker(options.body, options.mandates ?? [])
-  // Microseconds, up to a minute, three significant digits.
+  // Microseconds, three significant digits (the histogram grows past a minute if it must).
   const latency = hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: 3 })
+  let answeredInTime = 0
   let answered = 0
   let errors = 0
-  const pending = new Set<Promise<void>>()
+  const pending = new Set<http.ClientRequest>()
+  /** Set once the last request is sent: from then on the last to finish ends the drain. */
+  let sendingOver = false
+  let settleAll: () => void = () => {}
+  const allSettled = new Promise<void>((resolve) => { settleAll = resolve })
 
-  const send = (dueNs: bigint): Promise<void> => new Promise((resolve) => {
+  const start = process.hrtime.bigint()
+  const endNs = start + BigInt(seconds * 1e9)
+  const send = (dueNs: bigint): void => {
+    let done = false
+    // Exactly once a request, whatever node reports of it (an answer, an error, a close mid-body).
+    const finish = (ok: boolean): void => {
+      if (done) return
+      done = true
+      const now = process.hrtime.bigint()
+      if (ok) {
+        latency.recordValue(Number((now - dueNs) / 1000n))
+        answered++
+        if (now <= endNs) answeredInTime++
+      } else {
+        errors++
+      }
+      pending.delete(request)
+      if (sendingOver && pending.size === 0) settleAll()
+    }
     const request = http.request(url, { method: options.method ?? 'GET', agent, headers }, (response) => {
       response.resume()
-      response.on('end', () => {
-        latency.recordValue(Number((process.hrtime.bigint() - dueNs) / 1000n))
-        answered++
-        if (response.statusCode === undefined || response.statusCode >= 300) errors++
-        resolve()
-      })
+      response.on('end', () => finish(response.statusCode !== undefined && response.statusCode < 300))
     })
-    request.on('error', () => {
-      errors++
-      resolve()
-    })
+    request.on('error', () => finish(false))
+    request.on('close', () => finish(false))
+    pending.add(request)
     request.end(makeBody ? makeBody() : options.body)
-  })
+  }
 
   const intervalNs = 1e9 / options.rate
-  const start = process.hrtime.bigint()
-  const endNs = BigInt(seconds * 1e9)
   let sent = 0
   for (;;) {
-    const elapsed = process.hrtime.bigint() - start
-    if (elapsed >= endNs) break
+    const now = process.hrtime.bigint()
+    if (now >= endNs) break
     // Every request due by now, each stamped with the time it was due (a late timer delays none of them).
-    const due = Math.floor(Number(elapsed) / intervalNs) + 1
-    for (; sent < due; sent++) {
-      const sending = send(start + BigInt(Math.round(sent * intervalNs)))
-      pending.add(sending)
-      void sending.then(() => pending.delete(sending))
-    }
+    const due = Math.floor(Number(now - start) / intervalNs) + 1
+    for (; sent < due; sent++) send(start + BigInt(Math.round(sent * intervalNs)))
     await sleep(1)
   }
-  const drained = await Promise.race([Promise.all(pending).then(() => true), sleep(DRAIN_MS).then(() => false)])
-  const unanswered = drained ? 0 : pending.size
+  sendingOver = true
+  if (pending.size === 0) settleAll()
+  let drainTimer: NodeJS.Timeout | undefined
+  await Promise.race([allSettled, new Promise((resolve) => { drainTimer = setTimeout(resolve, DRAIN_MS) })])
+  clearTimeout(drainTimer)
+  // Still unanswered: counted as errors and cancelled, so that none reaches the server during the next run.
+  for (const request of [...pending]) request.destroy()
+  agent.destroy()
   return {
     offeredPerSecond: options.rate,
-    requestsPerSecond: Math.round(answered / seconds),
-    // Milliseconds to a tenth, as wrk prints them.
+    requestsPerSecond: Math.round(answeredInTime / seconds),
+    // Milliseconds to a tenth, as wrk prints them; answers after the run's end included.
     p50: Math.round(latency.getValueAtPercentile(50) / 100) / 10,
     p99: Math.round(latency.getValueAtPercentile(99) / 100) / 10,
-    errors: errors + unanswered,
+    errors,
     requests: answered,
   }
 }

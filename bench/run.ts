@@ -140,6 +140,8 @@ function row(scenario: string, result: Driven, server: RunningProcess, floor: Fl
  * A row for an open-loop run (bench/open-loop.ts) at half the closed loop's rate: its p50 and p99 are
  * the latency at a load the server carries, beside the closed loop's latency at saturation.
  */
+const OPEN_LOOP_NOTE = `open loop: requests sent on a schedule at half the closed loop's req/s, over at most ${CONNECTIONS} connections, latency counted from when each was due (bench/open-loop.ts)`
+
 function openLoopRow(scenario: string, result: OpenLoopResult, server: RunningProcess): Row {
   const measured = { requestsPerSecond: result.requestsPerSecond, p50: result.p50, p99: result.p99, errors: result.errors, requests: result.requests, cpuUsPerRequest: null }
   return row(`${scenario}, open loop at ${result.offeredPerSecond} req/s (half)`, { autocannon: measured, wrk: null }, server, null)
@@ -211,7 +213,7 @@ async function runStore(store: TestStore): Promise<StoreResult> {
       const started = server
       const service = { ...base, url: started.url, key: seed.key, cpuOf: () => started.pids() }
       const withWrk = WRK !== null
-      // Before each run, its floor's included: the server has finished what the previous run left queued.
+      // Before each run, its floor's included: the server is no longer busy with what the previous run left queued.
       const settled = () => settle(started.url, seed.key, `/payments/${seed.paymentId}`)
       process.stderr.write(`[${store.name}] scenarios…\n`)
       if (paymentFloors) {
@@ -281,6 +283,7 @@ async function runStore(store: TestStore): Promise<StoreResult> {
       scaleRows = await scale(store, seed, mandates, { workerCounts: SCALE_WORKERS, connections: CONNECTIONS, durationSeconds: DURATION, warmupSeconds: WARMUP, withWrk: WRK !== null })
     }
   }
+  if (rows.some((r) => r.scenario.includes('open loop'))) notes.push(OPEN_LOOP_NOTE)
   return { rows, notes, scale: scaleRows, scaleSkipped }
 }
 
@@ -292,9 +295,6 @@ function print(store: string, result: StoreResult): void {
   const loads = [...result.rows, ...(result.scale ?? [])].map((r) => r.load1)
   const loadNote = loads.length > 0 ? [`load average (1 min) while measuring: ${Math.min(...loads).toFixed(2)}-${Math.max(...loads).toFixed(2)} on ${os.cpus().length} cores`] : []
   const wrkNote = WRK ? [] : ['wrk not found: wrk columns n/a (Debian: apt-get install wrk)']
-  const openLoopNote = result.rows.some((r) => r.scenario.includes('open loop'))
-    ? [`open loop: requests sent on a schedule at half the closed loop's req/s, over at most ${CONNECTIONS} connections, latency counted from when each was due (bench/open-loop.ts)`]
-    : []
   if (result.rows.length > 0) {
     printTable(title,
       ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'wrk req/s', 'wrk p99 ms', 'wrk errors', 'peak RSS MB', 'floor', 'floor req/s', 'ratio', 'floor 2 req/s', 'ratio 2', 'wrk floor req/s', 'wrk ratio', 'CPU µs/req', 'floor CPU µs/req', 'CPU ratio'],
@@ -305,7 +305,7 @@ function print(store: string, result: StoreResult): void {
         cell(r.wrkFloorRequestsPerSecond, wrkMissing(r)), cell(r.wrkRatio, wrkMissing(r)),
         cell(r.serverCpuUs), cell(r.floorCpuUs), cell(r.cpuRatio),
       ]),
-      [...result.notes, ...openLoopNote, ...wrkNote, ...loadNote])
+      [...result.notes, ...wrkNote, ...loadNote])
   }
   if (result.scale) {
     printTable(`${title}: scale-out, POST /payments, ${CONNECTIONS} connections`,

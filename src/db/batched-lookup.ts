@@ -21,12 +21,12 @@ let lookups = 0
  * query, `many`: its one parameter, `keys`, is the JSON array of their keys (objects with the names in
  * `fields`, and the caller's index `i`), and each row it returns carries the `i` it answers. Its rows
  * come back as rows, which node-pg parses as it parses the one-key form's: aggregating them into one
- * JSON value (json_agg) doubled PostgreSQL's CPU a query and saved node nothing measurable at a batch's
- * usual size (docs/performance.md, tenth pass). On a busy
- * server a round trip costs node-pg, the kernel and PostgreSQL more than such a query does
- * (docs/performance.md, fourth pass). Everything else (SQLite, which reads in-process; a transaction)
- * runs `one` (a reusableQuery). A batch that fails for another reason than an unavailable database is
- * retried key by key, so one caller's key never fails another's. Both must find the same rows:
+ * JSON value (json_agg) nearly doubled PostgreSQL's CPU a query and saved node nothing measurable at a
+ * batch's usual size (docs/performance.md, tenth pass). On a busy server a round trip costs node-pg,
+ * the kernel and PostgreSQL more than such a query does (docs/performance.md, fourth pass). Everything
+ * else (SQLite, which reads in-process; a transaction) runs `one` (a reusableQuery). A batch that fails
+ * for another reason than an unavailable database is retried key by key, so one caller's key never fails
+ * another's. Both must find the same rows:
  * test/unit/batched-lookup.test.ts holds the lookups of this codebase to that.
  *
  * At most one batch of a lookup is on its way to a database at a time: the lookups submitted while it is
