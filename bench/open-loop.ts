@@ -9,8 +9,9 @@
  * each second's budget at full speed and then pauses, which measures bursts instead.
  */
 import http from 'node:http'
+import { setTimeout as sleep } from 'node:timers/promises'
 import * as hdr from 'hdr-histogram-js'
-import { bodyMaker, type LoadOptions } from './scenarios.js'
+import { bodyMaker, type LoadOptions, requestHeaders } from './scenarios.js'
 
 export interface OpenLoopResult {
   /** The rate asked for. */
@@ -26,7 +27,6 @@ export interface OpenLoopResult {
 }
 
 const DRAIN_MS = 10_000
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** LoadOptions' request at `rate` a second; a warm-up first at the same rate, not measured. */
 export async function openLoop(options: LoadOptions & { rate: number }): Promise<OpenLoopResult> {
@@ -38,8 +38,7 @@ export async function openLoop(options: LoadOptions & { rate: number }): Promise
 async function measure(options: LoadOptions & { rate: number }, seconds: number): Promise<OpenLoopResult> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: options.connections })
   const url = new URL(options.path, options.url)
-  const headers: Record<string, string> = { 'content-type': 'application/json' }
-  if (options.key) headers.authorization = `Bearer ${options.key}`
+  const headers = requestHeaders(options)
   const makeBody = options.body === undefined ? null : bodyMaker(options.body, options.mandates ?? [])
   // Microseconds, three significant digits (the histogram grows past a minute if it must).
   const latency = hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: 3 })

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
 import autocannon, { type Request } from 'autocannon'
 import { cpuSeconds } from './proc.js'
 import { wrk, type WrkResult } from './wrk.js'
@@ -49,6 +50,11 @@ export async function load(options: LoadOptions): Promise<LoadResult> {
   return { ...result, cpuUsPerRequest: options.cpuOf && result.requests > 0 ? Math.round((used * 1e6) / result.requests) : null }
 }
 
+/** The headers every load generator sends: JSON, and the key when there is one. */
+export function requestHeaders(options: Pick<LoadOptions, 'key'>): Record<string, string> {
+  return { 'content-type': 'application/json', ...(options.key ? { authorization: `Bearer ${options.key}` } : {}) }
+}
+
 /** Makes each request's body from LoadOptions' template; null when the template has no per-request part. */
 export function bodyMaker(template: string, mandates: readonly string[]): (() => string) | null {
   if (!template.includes('__KEY__') && !template.includes('__MANDATE__')) return null
@@ -57,8 +63,7 @@ export function bodyMaker(template: string, mandates: readonly string[]): (() =>
 }
 
 async function measure(options: LoadOptions): Promise<Omit<LoadResult, 'cpuUsPerRequest'>> {
-  const headers: Record<string, string> = { 'content-type': 'application/json' }
-  if (options.key) headers.authorization = `Bearer ${options.key}`
+  const headers = requestHeaders(options)
   // A body without a per-request part is sent as is (no work per request in the load generator).
   const makeBody = options.body === undefined ? null : bodyMaker(options.body, options.mandates ?? [])
   const result = await autocannon({
@@ -124,7 +129,7 @@ export async function settle(url: string, key: string, path: string): Promise<vo
       if ((error as { cause?: { code?: string } }).cause?.code === 'ECONNREFUSED') throw new Error(`the server at ${url} refuses connections`, { cause: error })
       // A timeout or a reset: still busy.
     }
-    await new Promise((resolve) => setTimeout(resolve, SETTLED_MS))
+    await sleep(SETTLED_MS)
   }
   process.stderr.write(`settle: ${url} still answers ${path} slower than ${SETTLED_MS} ms after ${SETTLE_LIMIT_MS / 1000} s; measuring anyway\n`)
 }
