@@ -87,5 +87,10 @@ export async function seedPayments(store: TestStore, count: number): Promise<Pag
       process.stderr.write(`[postgres] no checkpoint after seeding (${String(error)}); figures may suffer\n`)
     })
   }
+  // What the service records with every payment it writes (migration 0012), as one change a status.
+  await store.db.kysely.insertInto('payment_count_changes').columns(['account_id', 'status', 'n'])
+    .expression((eb) => eb.selectFrom('payments').select((s) => ['account_id', 'status', s.fn.countAll<number>().as('n')])
+      .where('account_id', '=', accountId).where('id', 'like', 'pay_bench%').groupBy(['account_id', 'status']))
+    .execute()
   return { key: created.key, accountId, count, idAt: (depth) => paymentId(count - 1 - depth) }
 }

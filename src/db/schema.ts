@@ -73,6 +73,20 @@ export interface WishCountsTable {
   n: number | string
 }
 
+/** Payments of an account in a status, as of the last fold of payment_count_changes. */
+export interface PaymentCountsTable {
+  account_id: string
+  status: string
+  n: number | string
+}
+
+/** A change to payment_counts not yet folded into it: +1 for a new payment, -1/+1 for a status change. */
+export interface PaymentCountChangesTable {
+  account_id: string
+  status: string
+  n: number
+}
+
 export interface EventsTable {
   id: string
   account_id: string
@@ -215,6 +229,8 @@ export interface DatabaseSchema {
   idempotency_keys: IdempotencyKeysTable
   mandates: MandatesTable
   payments: PaymentsTable
+  payment_counts: PaymentCountsTable
+  payment_count_changes: PaymentCountChangesTable
   refunds: RefundsTable
   jobs: JobsTable
   webhook_endpoints: WebhookEndpointsTable

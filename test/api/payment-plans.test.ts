@@ -11,7 +11,7 @@ import type { CreatePaymentInput, Payment } from '../../src/modules/payments/sch
  * Every kind of payment plan (modules/payments/plan.ts), written by each executor that takes it: the
  * general path (service.create, the plan applied through the repositories) and, for plans whose mandate
  * change is the hold's one update (keep, consume), the single write (createInOneWrite). Both must leave
- * the same rows: payment, events (with their objects), jobs, mandate; and through HTTP exactly one
+ * the same rows: payment, its count, events (with their objects), jobs, mandate; and through HTTP exactly one
  * idempotency record that answers with the payment. A declined charge's plan (release) the single write
  * declines without a trace, and the general path then writes it.
  */
@@ -47,11 +47,13 @@ for (const kind of storeKinds()) {
         return paymentIds.has(payload.payment_id ?? '') || eventIds.has(payload.event_id ?? '')
       })
       const records = await db().selectFrom('idempotency_keys').selectAll().where('account_id', '=', a.id).execute()
+      const counts = await db().selectFrom('payment_count_changes').select(['status', 'n']).where('account_id', '=', a.id).orderBy('status').orderBy('n').execute()
       return {
         mandate: { amount_used: mandate.amount_used, uses_count: mandate.uses_count, status: mandate.status },
         payments: payments.map(({ id: _i, account_id: _a, mandate_id: _m, created_at: _c, updated_at: _u, ...rest }) => rest),
         events: events.map((e) => ({ type: e.type, request_id: e.request_id, object: comparable((JSON.parse(e.data) as { object: Record<string, unknown> }).object) })),
         jobs: jobs.map((j) => ({ type: j.type, attempts: j.attempts, locked_until: j.locked_until })).sort((x, y) => x.type.localeCompare(y.type)),
+        counts: counts.map((c) => ({ status: c.status, n: Number(c.n) })),
         records,
       }
     }
@@ -102,6 +104,8 @@ for (const kind of storeKinds()) {
         assert.deepEqual(mine.events.map((e) => [e.type, e.object]), theirs.events.map((e) => [e.type, e.object]))
         if (record) assert.deepEqual(mine.events, theirs.events)
         assert.deepEqual(mine.jobs, theirs.jobs)
+        assert.deepEqual(mine.counts, theirs.counts)
+        assert.deepEqual(mine.counts, [{ status: plan.status, n: 1 }], 'the payment counted once, in its status')
         assert.equal(theirs.records.length, 0)
         assert.equal(mine.records.length, 1, 'one idempotency record')
         assert.equal(mine.records[0]!.response_status, 201)

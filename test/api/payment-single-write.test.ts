@@ -47,11 +47,13 @@ for (const kind of storeKinds()) {
         return paymentIds.has(payload.payment_id ?? '') || eventIds.has(payload.event_id ?? '')
       })
       const keys = await db().selectFrom('idempotency_keys').select(['idempotency_key']).where('account_id', '=', a.id).execute()
+      const counts = await db().selectFrom('payment_count_changes').select(['status', 'n']).where('account_id', '=', a.id).orderBy('status').orderBy('n').execute()
       return {
         mandate: { amount_used: mandate.amount_used, uses_count: mandate.uses_count, status: mandate.status },
         payments: payments.map(({ id: _id, created_at: _c, updated_at: _u, ...rest }) => rest),
         events: events.map((e) => ({ type: e.type, request_id: e.request_id, object: (JSON.parse(e.data) as { object: Payment }).object.status })),
         jobs: jobs.map((j) => ({ type: j.type, attempts: j.attempts, locked_until: j.locked_until })).sort((x, y) => x.type.localeCompare(y.type)),
+        counts: counts.map((c) => ({ status: c.status, n: Number(c.n) })),
         keys: keys.length,
       }
     }
@@ -81,6 +83,7 @@ for (const kind of storeKinds()) {
         assert.deepEqual(mine.payments.map((p) => ({ ...p, account_id: '', mandate_id: '' })), theirs.payments.map((p) => ({ ...p, account_id: '', mandate_id: '' })))
         assert.deepEqual(mine.events, theirs.events)
         assert.deepEqual(mine.jobs, theirs.jobs)
+        assert.deepEqual(mine.counts, theirs.counts)
         assert.deepEqual(mine.mandate, theirs.mandate)
         assert.equal(mine.keys, 1)
         assert.equal(theirs.keys, 0, 'the general path called directly saves no record')
@@ -109,6 +112,8 @@ for (const kind of storeKinds()) {
       assert.deepEqual(byAmount(mine.payments).map((p) => ({ ...p, account_id: '', mandate_id: '' })), byAmount(theirs.payments).map((p) => ({ ...p, account_id: '', mandate_id: '' })))
       assert.deepEqual([...mine.events].sort((x, y) => x.type.localeCompare(y.type) || x.object.localeCompare(y.object)), [...theirs.events].sort((x, y) => x.type.localeCompare(y.type) || x.object.localeCompare(y.object)))
       assert.deepEqual(mine.jobs, theirs.jobs)
+      assert.deepEqual(mine.counts, theirs.counts)
+      assert.equal(mine.counts.length, 12, 'each payment counted once')
       assert.deepEqual(mine.mandate, theirs.mandate)
       assert.equal(mine.keys, 12)
       if (kind.name === 'postgres') {

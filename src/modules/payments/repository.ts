@@ -1,12 +1,12 @@
-import { type CompiledQuery, type Kysely, sql } from 'kysely'
-import type { Executor } from '../../db/database.js'
+import { type CompiledQuery, type Insertable, type Kysely, sql } from 'kysely'
+import type { Database, Executor } from '../../db/database.js'
 import { forUpdate, rowToJson } from '../../db/dialect.js'
 import { inWindow } from '../../db/paging.js'
 import { compilable, fromTemplate, insertRows } from '../../db/query-template.js'
 import { batchedLookup } from '../../db/batched-lookup.js'
 import { reusableQuery } from '../../db/reusable-query.js'
 import { insertJsonAfter } from '../../db/pg-statement.js'
-import type { DatabaseSchema, EventsTable, PaymentsTable, RefundsTable } from '../../db/schema.js'
+import type { DatabaseSchema, EventsTable, PaymentCountChangesTable, PaymentsTable, RefundsTable } from '../../db/schema.js'
 import { inBatches, insertJobs, type JobRow } from '../queue/repository.js'
 import type { IdempotencyRecord } from '../idempotency/repository.js'
 import type { Window } from '../../lib/paging.js'
@@ -23,7 +23,10 @@ export async function insertPayment(db: Executor, row: PaymentRow): Promise<void
 
 /** A payment's planned rows (plan.ts): the payment when there is one, its events, their jobs. */
 export async function insertPaymentWrites(db: Executor, rows: { payment?: PaymentRow, events: EventsTable[], jobs: JobRow[] }): Promise<void> {
-  if (rows.payment) await db.insertInto('payments').values(rows.payment).execute()
+  if (rows.payment) {
+    await db.insertInto('payments').values(rows.payment).execute()
+    await db.insertInto('payment_count_changes').values(countsOfNew(rows.payment)).execute()
+  }
   if (rows.events.length > 0) await db.insertInto('events').values(rows.events).execute()
   await insertJobs(db, rows.jobs)
 }
@@ -59,13 +62,15 @@ export function lockPayment(trx: Executor, accountId: string, id: string): Promi
  * Moves a payment from one status to another, only if it is still in `from`: a settlement step
  * that runs twice changes the payment once.
  */
-export function transition(
+export async function transition(
   trx: Executor,
   id: string,
   from: PaymentStatus,
   changes: Partial<Pick<PaymentRow, 'status' | 'failure_code' | 'failure_message' | 'updated_at'>>,
 ): Promise<PaymentRow | undefined> {
-  return trx.updateTable('payments').set(changes).where('id', '=', id).where('status', '=', from).returningAll().executeTakeFirst()
+  const moved = await trx.updateTable('payments').set(changes).where('id', '=', id).where('status', '=', from).returningAll().executeTakeFirst()
+  if (moved) await countMove(trx, moved.account_id, from, moved.status)
+  return moved
 }
 
 /**
@@ -73,8 +78,8 @@ export function transition(
  * concurrent refunds can never refund more than was paid. The payment becomes `refunded` when
  * nothing remains.
  */
-export function applyRefund(trx: Executor, accountId: string, id: string, amount: number, now: string): Promise<PaymentRow | undefined> {
-  return trx.updateTable('payments')
+export async function applyRefund(trx: Executor, accountId: string, id: string, amount: number, now: string): Promise<PaymentRow | undefined> {
+  const updated = await trx.updateTable('payments')
     .set((eb) => ({
       amount_refunded: eb('amount_refunded', '+', amount),
       status: eb.case().when(eb(eb('amount_refunded', '+', amount), '=', eb.ref('amount'))).then('refunded').else(eb.ref('status')).end(),
@@ -86,6 +91,8 @@ export function applyRefund(trx: Executor, accountId: string, id: string, amount
     .where((eb) => eb(eb('amount_refunded', '+', amount), '<=', eb.ref('amount')))
     .returningAll()
     .executeTakeFirst()
+  if (updated) await countMove(trx, accountId, 'succeeded', updated.status)
+  return updated
 }
 
 export async function insertRefund(db: Executor, row: RefundRow): Promise<void> {
@@ -117,9 +124,74 @@ export function listPayments(db: Executor, filter: PaymentListFilter, window: Wi
   return inWindow(filtered(db, filter).selectAll(), window).execute()
 }
 
+/**
+ * The number of payments a list with this filter matches. By account and status alone, from the
+ * counters (below), whatever the account's size; filtered by mandate, wish or agent, by counting that
+ * mandate's, wish's or agent's payments through their indexes.
+ */
 export async function countPayments(db: Executor, filter: PaymentListFilter): Promise<number> {
+  if (filter.mandateId === undefined && filter.wishId === undefined && filter.agentId === undefined) {
+    return countFromCounters(db, filter.accountId, filter.status)
+  }
   const row = await filtered(db, filter).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
   return Number(row.n)
+}
+
+// ---------------------------------------------------------------- counts (migration 0012)
+
+type CountChange = Insertable<PaymentCountChangesTable>
+
+/** What a new payment adds to its account's counts. */
+export const countsOfNew = (payment: Pick<PaymentRow, 'account_id' | 'status'>): CountChange[] => [{ account_id: payment.account_id, status: payment.status, n: 1 }]
+
+/** Records a payment's move between statuses in the counts, in the transaction that moves it. */
+async function countMove(trx: Executor, accountId: string, from: PaymentStatus, to: string): Promise<void> {
+  if (from === to) return
+  await trx.insertInto('payment_count_changes').values([{ account_id: accountId, status: from, n: -1 }, { account_id: accountId, status: to, n: 1 }]).execute()
+}
+
+/**
+ * Folded counts plus the changes not folded yet, in one statement: one snapshot, so a fold (which deletes
+ * changes and adds them to the counts in one transaction) is seen whole or not at all.
+ */
+async function countFromCounters(db: Executor, accountId: string, status: PaymentStatus | undefined): Promise<number> {
+  const row = await db.selectNoFrom((eb) => [
+    eb.selectFrom('payment_counts').select((s) => s.fn.sum<number | string | null>('n').as('n'))
+      .where('account_id', '=', accountId).$if(status !== undefined, (q) => q.where('status', '=', status!))
+      .as('folded'),
+    eb.selectFrom('payment_count_changes').select((s) => s.fn.sum<number | string | null>('n').as('n'))
+      .where('account_id', '=', accountId).$if(status !== undefined, (q) => q.where('status', '=', status!))
+      .as('changes'),
+  ]).executeTakeFirstOrThrow()
+  return Number(row.folded ?? 0) + Number(row.changes ?? 0)
+}
+
+/** Accounts folded per call at most, each in its own short transaction. */
+const FOLD_ACCOUNTS = 100
+
+/**
+ * Moves count changes into payment_counts, an account at a time: the changes it deletes (those committed
+ * when its statement started; a concurrent fold finds them gone and skips them) are summed into the
+ * counts in the same transaction, in status order, so two folds take counter rows in the same order.
+ * Returns the number of changes folded.
+ */
+export async function foldPaymentCounts(db: Database): Promise<number> {
+  const accounts = await db.kysely.selectFrom('payment_count_changes').select('account_id').distinct().limit(FOLD_ACCOUNTS).execute()
+  let folded = 0
+  for (const { account_id: accountId } of accounts) {
+    folded += await db.kysely.transaction().execute(async (trx) => {
+      const changes = await trx.deleteFrom('payment_count_changes').where('account_id', '=', accountId).returning(['status', 'n']).execute()
+      const sums = new Map<string, number>()
+      for (const change of changes) sums.set(change.status, (sums.get(change.status) ?? 0) + Number(change.n))
+      for (const status of [...sums.keys()].sort()) {
+        await trx.insertInto('payment_counts').values({ account_id: accountId, status, n: sums.get(status)! })
+          .onConflict((oc) => oc.columns(['account_id', 'status']).doUpdateSet((eb) => ({ n: eb(eb.ref('payment_counts.n'), '+', eb.ref('excluded.n')) })))
+          .execute()
+      }
+      return changes.length
+    })
+  }
+  return folded
 }
 
 export function listRefunds(db: Executor, accountId: string, paymentId: string, window: Window) {
@@ -149,6 +221,7 @@ export function enabledEndpointsStatement(db: Executor, accountId: string) {
 export function planWriteQueries(db: Executor, plan: Pick<PaymentPlan, 'payment' | 'events' | 'jobs'>) {
   return [
     insertRows(db, 'payments', [plan.payment]),
+    insertRows(db, 'payment_count_changes', countsOfNew(plan.payment)),
     insertRows(db, 'events', plan.events),
     ...inBatches(plan.jobs).map((batch) => insertRows(db, 'jobs', batch)),
   ]
@@ -190,6 +263,7 @@ export function writePlanStatement(kysely: Kysely<DatabaseSchema>, plan: Payment
   const inserts: Array<[table: keyof DatabaseSchema, rows: object[], after: string]> = [
     ['idempotency_keys', [record], 'held'],
     ['payments', [plan.payment], 'saved'],
+    ['payment_count_changes', countsOfNew(plan.payment), 'saved'],
     ['events', plan.events, 'saved'],
     ...(plan.jobs.length > 0 ? [['jobs', plan.jobs, 'saved'] as [keyof DatabaseSchema, object[], string]] : []),
   ]
@@ -202,7 +276,7 @@ export function writePlanStatement(kysely: Kysely<DatabaseSchema>, plan: Payment
     const steps = [
       sql`held as (${hold.build(slots.slice(0, hold.values.length)).returning('id')})`,
       sql`saved as (${saved} returning 1)`,
-      ...rest.map((step, i) => sql`${sql.id(['payment', 'event', 'job'][i]!)} as (${step})`),
+      ...rest.map((step, i) => sql`${sql.id(`${inserts[i + 1]![0]}_written`)} as (${step})`),
     ]
     return compilable(kysely, sql<{ saved: number }>`with ${sql.join(steps)} select (select count(*) from saved) as saved`)
   })
