@@ -17,10 +17,6 @@ import type { PaymentStatus } from './schemas.js'
 export type PaymentRow = PaymentsTable
 export type RefundRow = RefundsTable
 
-export async function insertPayment(db: Executor, row: PaymentRow): Promise<void> {
-  await db.insertInto('payments').values(row).execute()
-}
-
 /** A payment's planned rows (plan.ts): the payment when there is one, its events, their jobs. */
 export async function insertPaymentWrites(db: Executor, rows: { payment?: PaymentRow, events: EventsTable[], jobs: JobRow[] }): Promise<void> {
   if (rows.payment) {
