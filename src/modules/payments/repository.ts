@@ -151,14 +151,10 @@ async function countMove(trx: Executor, accountId: string, from: PaymentStatus, 
  * changes and adds them to the counts in one transaction) is seen whole or not at all.
  */
 async function countFromCounters(db: Executor, accountId: string, status: PaymentStatus | undefined): Promise<number> {
-  const row = await db.selectNoFrom((eb) => [
-    eb.selectFrom('payment_counts').select((s) => s.fn.sum<number | string | null>('n').as('n'))
-      .where('account_id', '=', accountId).$if(status !== undefined, (q) => q.where('status', '=', status!))
-      .as('folded'),
-    eb.selectFrom('payment_count_changes').select((s) => s.fn.sum<number | string | null>('n').as('n'))
-      .where('account_id', '=', accountId).$if(status !== undefined, (q) => q.where('status', '=', status!))
-      .as('changes'),
-  ]).executeTakeFirstOrThrow()
+  const sumOf = (table: 'payment_counts' | 'payment_count_changes') => db.selectFrom(table)
+    .select((s) => s.fn.sum<number | string | null>('n').as('n'))
+    .where('account_id', '=', accountId).$if(status !== undefined, (q) => q.where('status', '=', status!))
+  const row = await db.selectNoFrom([sumOf('payment_counts').as('folded'), sumOf('payment_count_changes').as('changes')]).executeTakeFirstOrThrow()
   return Number(row.folded ?? 0) + Number(row.changes ?? 0)
 }
 
