@@ -87,6 +87,20 @@ export interface PaymentCountChangesTable {
   n: number
 }
 
+/** Events of an account of a type, as of the last fold of event_count_changes. */
+export interface EventCountsTable {
+  account_id: string
+  type: string
+  n: number | string
+}
+
+/** A change to event_counts not yet folded into it: +n for events written, -n for events deleted by retention. */
+export interface EventCountChangesTable {
+  account_id: string
+  type: string
+  n: number
+}
+
 export interface EventsTable {
   id: string
   account_id: string
@@ -226,6 +240,8 @@ export interface DatabaseSchema {
   wishes: WishesTable
   wish_counts: WishCountsTable
   events: EventsTable
+  event_counts: EventCountsTable
+  event_count_changes: EventCountChangesTable
   idempotency_keys: IdempotencyKeysTable
   mandates: MandatesTable
   payments: PaymentsTable

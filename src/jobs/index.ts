@@ -9,7 +9,7 @@ import { eventRetention } from './event-retention.js'
 import { expirySweep } from './expiry.js'
 import { idempotencyPurge } from './idempotency-purge.js'
 import { noncePurge } from './nonce-purge.js'
-import { paymentCountFold } from './payment-count-fold.js'
+import { countFold } from './count-fold.js'
 import { createJobRunner } from './runner.js'
 import { settlementHandler } from './settlement.js'
 import { type DeliveryOutcome, webhookDeliveryHandler } from './webhook-delivery.js'
@@ -32,7 +32,7 @@ export function createBackgroundWork(deps: BackgroundDeps) {
     clock: deps.clock,
     logger: deps.logger,
     handlers: { ...settlementHandler(deps.payments), ...webhookDeliveryHandler(createWebhookService(deps), deps.onDelivery) },
-    periodic: [expirySweep(createWishExpiry(deps)), idempotencyPurge(deps), noncePurge(deps), eventRetention(deps), paymentCountFold(deps)],
+    periodic: [expirySweep(createWishExpiry(deps)), idempotencyPurge(deps), noncePurge(deps), eventRetention(deps), countFold(deps)],
     ...(deps.pollIntervalMs !== undefined ? { pollIntervalMs: deps.pollIntervalMs } : {}),
     keepProcessAlive: deps.keepProcessAlive ?? false,
   })

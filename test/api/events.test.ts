@@ -232,6 +232,8 @@ for (const kind of storeKinds()) {
         request_id: null,
         created_at: createdAt.toISOString(),
       }).execute()
+      // With its count change, as every write of events records one (migration 0013).
+      await t.store.db.kysely.insertInto('event_count_changes').values({ account_id: accountId, type: 'wish.created', n: 1 }).execute()
       return id
     }
 

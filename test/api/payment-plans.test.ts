@@ -48,12 +48,14 @@ for (const kind of storeKinds()) {
       })
       const records = await db().selectFrom('idempotency_keys').selectAll().where('account_id', '=', a.id).execute()
       const counts = await db().selectFrom('payment_count_changes').select(['status', 'n']).where('account_id', '=', a.id).orderBy('status').orderBy('n').execute()
+      const eventCounts = await db().selectFrom('event_count_changes').select(['type', 'n']).where('account_id', '=', a.id).orderBy('type').orderBy('n').execute()
       return {
         mandate: { amount_used: mandate.amount_used, uses_count: mandate.uses_count, status: mandate.status },
         payments: payments.map(({ id: _i, account_id: _a, mandate_id: _m, created_at: _c, updated_at: _u, ...rest }) => rest),
         events: events.map((e) => ({ type: e.type, request_id: e.request_id, object: comparable((JSON.parse(e.data) as { object: Record<string, unknown> }).object) })),
         jobs: jobs.map((j) => ({ type: j.type, attempts: j.attempts, locked_until: j.locked_until })).sort((x, y) => x.type.localeCompare(y.type)),
         counts: counts.map((c) => ({ status: c.status, n: Number(c.n) })),
+        eventCounts: eventCounts.map((c) => ({ type: c.type, n: Number(c.n) })),
         records,
       }
     }

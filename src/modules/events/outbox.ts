@@ -4,6 +4,7 @@ import type { EventsTable } from '../../db/schema.js'
 import { inBatches, type JobRow, jobRow } from '../queue/repository.js'
 import { newId } from '../../lib/ids.js'
 import { type EndpointRow, enabledEndpoints } from '../webhooks/repository.js'
+import { countsOfEvents } from './repository.js'
 import type { EventType } from './types.js'
 
 /** The job that delivers one event to one webhook endpoint. */
@@ -86,7 +87,7 @@ export async function recordEvents(trx: Executor, inputs: EventInput[]): Promise
 export function outboxStatements(db: Executor, rows: EventsTable[], endpointsOf: (accountId: string) => Pick<EndpointRow, 'id' | 'events'>[]): Statement[] {
   const jobs = rows.flatMap((row) => deliveryJobs([row], endpointsOf(row.account_id)))
   return [
-    ...(rows.length > 0 ? [insertRows(db, 'events', rows)] : []),
+    ...(rows.length > 0 ? [insertRows(db, 'events', rows), insertRows(db, 'event_count_changes', countsOfEvents(rows))] : []),
     ...inBatches(jobs).map((batch) => insertRows(db, 'jobs', batch)),
   ].map(compiled)
 }

@@ -1,6 +1,8 @@
-import type { Executor } from '../../db/database.js'
+import type { Insertable } from 'kysely'
+import { countFromCounters, EVENT_COUNTER, foldCounts } from '../../db/counters.js'
+import type { Database, Executor } from '../../db/database.js'
 import { inWindow } from '../../db/paging.js'
-import type { EventsTable } from '../../db/schema.js'
+import type { EventCountChangesTable, EventsTable } from '../../db/schema.js'
 import type { Window } from '../../lib/paging.js'
 import type { EventType } from './types.js'
 
@@ -24,17 +26,44 @@ export function listEvents(db: Executor, accountId: string, type: EventType | un
   return inWindow(filtered(db, accountId, type).selectAll(), window).execute()
 }
 
-export async function countEvents(db: Executor, accountId: string, type: EventType | undefined): Promise<number> {
-  const row = await filtered(db, accountId, type).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
-  return Number(row.n)
+/** The number of the account's events (of a type), from the counters (db/counters.ts, migration 0013). */
+export function countEvents(db: Executor, accountId: string, type: EventType | undefined): Promise<number> {
+  return countFromCounters(db, EVENT_COUNTER, accountId, type)
 }
 
-/** Deletes up to `limit` events created before `before`; returns how many went. */
-export async function deleteOlderThan(db: Executor, before: string, limit: number): Promise<number> {
-  const result = await db.deleteFrom('events')
-    .where('id', 'in', (eb) => eb.selectFrom('events').select('id').where('created_at', '<', before).limit(limit))
-    .executeTakeFirst()
-  return Number(result.numDeletedRows)
+/**
+ * What events add to their accounts' counts: one change an account and type. Every write of events
+ * inserts these beside them, in the same transaction.
+ */
+export function countsOfEvents(rows: readonly Pick<EventsTable, 'account_id' | 'type'>[], sign: 1 | -1 = 1): Insertable<EventCountChangesTable>[] {
+  const changes = new Map<string, Insertable<EventCountChangesTable>>()
+  for (const row of rows) {
+    const at = `${row.account_id} ${row.type}`
+    const change = changes.get(at)
+    if (change) change.n += sign
+    else changes.set(at, { account_id: row.account_id, type: row.type, n: sign })
+  }
+  return [...changes.values()]
+}
+
+/** Moves the events' count changes into event_counts (db/counters.ts); the periodic fold's work. */
+export function foldEventCounts(db: Database): Promise<number> {
+  return foldCounts(db, EVENT_COUNTER)
+}
+
+/**
+ * Deletes up to `limit` events created before `before`, and takes them off their accounts' counts in the
+ * same transaction; returns how many went.
+ */
+export async function deleteOlderThan(db: Database, before: string, limit: number): Promise<number> {
+  return db.kysely.transaction().execute(async (trx) => {
+    const gone = await trx.deleteFrom('events')
+      .where('id', 'in', (eb) => eb.selectFrom('events').select('id').where('created_at', '<', before).limit(limit))
+      .returning(['account_id', 'type'])
+      .execute()
+    if (gone.length > 0) await trx.insertInto('event_count_changes').values(countsOfEvents(gone, -1)).execute()
+    return gone.length
+  })
 }
 
 /**

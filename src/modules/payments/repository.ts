@@ -4,12 +4,14 @@ import { forUpdate, rowToJson } from '../../db/dialect.js'
 import { inWindow } from '../../db/paging.js'
 import { compilable, fromTemplate, insertRows } from '../../db/query-template.js'
 import { batchedLookup } from '../../db/batched-lookup.js'
+import { countFromCounters, foldCounts, PAYMENT_COUNTER } from '../../db/counters.js'
 import { reusableQuery } from '../../db/reusable-query.js'
 import { insertJsonAfter } from '../../db/pg-statement.js'
 import type { DatabaseSchema, EventsTable, PaymentCountChangesTable, PaymentsTable, RefundsTable } from '../../db/schema.js'
 import { inBatches, insertJobs, type JobRow } from '../queue/repository.js'
 import type { IdempotencyRecord } from '../idempotency/repository.js'
 import type { Window } from '../../lib/paging.js'
+import { countsOfEvents } from '../events/repository.js'
 import * as mandates from '../mandates/repository.js'
 import type { PaymentPlan } from './plan.js'
 import type { PaymentStatus } from './schemas.js'
@@ -23,7 +25,10 @@ export async function insertPaymentWrites(db: Executor, rows: { payment?: Paymen
     await db.insertInto('payments').values(rows.payment).execute()
     await db.insertInto('payment_count_changes').values(countsOfNew(rows.payment)).execute()
   }
-  if (rows.events.length > 0) await db.insertInto('events').values(rows.events).execute()
+  if (rows.events.length > 0) {
+    await db.insertInto('events').values(rows.events).execute()
+    await db.insertInto('event_count_changes').values(countsOfEvents(rows.events)).execute()
+  }
   await insertJobs(db, rows.jobs)
 }
 
@@ -127,7 +132,7 @@ export function listPayments(db: Executor, filter: PaymentListFilter, window: Wi
  */
 export async function countPayments(db: Executor, filter: PaymentListFilter): Promise<number> {
   if (filter.mandateId === undefined && filter.wishId === undefined && filter.agentId === undefined) {
-    return countFromCounters(db, filter.accountId, filter.status)
+    return countFromCounters(db, PAYMENT_COUNTER, filter.accountId, filter.status)
   }
   const row = await filtered(db, filter).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
   return Number(row.n)
@@ -146,44 +151,9 @@ async function countMove(trx: Executor, accountId: string, from: PaymentStatus, 
   await trx.insertInto('payment_count_changes').values([{ account_id: accountId, status: from, n: -1 }, { account_id: accountId, status: to, n: 1 }]).execute()
 }
 
-/**
- * Folded counts plus the changes not folded yet, in one statement: one snapshot, so a fold (which deletes
- * changes and adds them to the counts in one transaction) is seen whole or not at all.
- */
-async function countFromCounters(db: Executor, accountId: string, status: PaymentStatus | undefined): Promise<number> {
-  const sumOf = (table: 'payment_counts' | 'payment_count_changes') => db.selectFrom(table)
-    .select((s) => s.fn.sum<number | string | null>('n').as('n'))
-    .where('account_id', '=', accountId).$if(status !== undefined, (q) => q.where('status', '=', status!))
-  const row = await db.selectNoFrom([sumOf('payment_counts').as('folded'), sumOf('payment_count_changes').as('changes')]).executeTakeFirstOrThrow()
-  return Number(row.folded ?? 0) + Number(row.changes ?? 0)
-}
-
-/** Accounts folded per call at most, each in its own short transaction. */
-const FOLD_ACCOUNTS = 100
-
-/**
- * Moves count changes into payment_counts, an account at a time: the changes it deletes (those committed
- * when its statement started; a concurrent fold finds them gone and skips them) are summed into the
- * counts in the same transaction, in status order, so two folds take counter rows in the same order.
- * Returns the number of changes folded.
- */
-export async function foldPaymentCounts(db: Database): Promise<number> {
-  const accounts = await db.kysely.selectFrom('payment_count_changes').select('account_id').distinct().limit(FOLD_ACCOUNTS).execute()
-  let folded = 0
-  for (const { account_id: accountId } of accounts) {
-    folded += await db.kysely.transaction().execute(async (trx) => {
-      const changes = await trx.deleteFrom('payment_count_changes').where('account_id', '=', accountId).returning(['status', 'n']).execute()
-      const sums = new Map<string, number>()
-      for (const change of changes) sums.set(change.status, (sums.get(change.status) ?? 0) + Number(change.n))
-      for (const status of [...sums.keys()].sort()) {
-        await trx.insertInto('payment_counts').values({ account_id: accountId, status, n: sums.get(status)! })
-          .onConflict((oc) => oc.columns(['account_id', 'status']).doUpdateSet((eb) => ({ n: eb(eb.ref('payment_counts.n'), '+', eb.ref('excluded.n')) })))
-          .execute()
-      }
-      return changes.length
-    })
-  }
-  return folded
+/** Moves the payments' count changes into payment_counts (db/counters.ts); the periodic fold's work. */
+export function foldPaymentCounts(db: Database): Promise<number> {
+  return foldCounts(db, PAYMENT_COUNTER)
 }
 
 export function listRefunds(db: Executor, accountId: string, paymentId: string, window: Window) {
@@ -215,6 +185,7 @@ export function planWriteQueries(db: Executor, plan: Pick<PaymentPlan, 'payment'
     insertRows(db, 'payments', [plan.payment]),
     insertRows(db, 'payment_count_changes', countsOfNew(plan.payment)),
     insertRows(db, 'events', plan.events),
+    insertRows(db, 'event_count_changes', countsOfEvents(plan.events)),
     ...inBatches(plan.jobs).map((batch) => insertRows(db, 'jobs', batch)),
   ]
 }
@@ -257,6 +228,7 @@ export function writePlanStatement(kysely: Kysely<DatabaseSchema>, plan: Payment
     ['payments', [plan.payment], 'saved'],
     ['payment_count_changes', countsOfNew(plan.payment), 'saved'],
     ['events', plan.events, 'saved'],
+    ['event_count_changes', countsOfEvents(plan.events), 'saved'],
     ...(plan.jobs.length > 0 ? [['jobs', plan.jobs, 'saved'] as [keyof DatabaseSchema, object[], string]] : []),
   ]
   const columns = inserts.map(([, rows]) => Object.keys(rows[0]!))

@@ -1,0 +1,73 @@
+import type { Database, Executor } from './database.js'
+
+/**
+ * A count of an account's rows by one column (payments by status, events by type) kept for `meta.total`
+ * (migrations 0012 and 0013): writes insert changes (+n, -n) in their own transaction, which locks no
+ * counter row; `foldCounts` moves the changes into the counters; `countFromCounters` sums both.
+ */
+export interface Counter {
+  /** The folded counts: one row an account and key, primary key (account_id, key). */
+  readonly counts: 'payment_counts' | 'event_counts'
+  /** The changes not folded yet. */
+  readonly changes: 'payment_count_changes' | 'event_count_changes'
+  /** The column counted by. */
+  readonly key: 'status' | 'type'
+}
+
+export const PAYMENT_COUNTER: Counter = { counts: 'payment_counts', changes: 'payment_count_changes', key: 'status' }
+export const EVENT_COUNTER: Counter = { counts: 'event_counts', changes: 'event_count_changes', key: 'type' }
+
+/**
+ * The counter's tables under the payments' names and columns, which every counter's tables share but
+ * for the key's name: one typed query for all of them. The names in the SQL are the counter's own.
+ */
+function tablesOf(counter: Counter) {
+  return {
+    counts: counter.counts as 'payment_counts',
+    changes: counter.changes as 'payment_count_changes',
+    key: counter.key as 'status',
+  }
+}
+
+/**
+ * Folded counts plus the changes not folded yet, in one statement: one snapshot, so a fold (which deletes
+ * changes and adds them to the counts in one transaction) is seen whole or not at all. `key` undefined:
+ * every key's.
+ */
+export async function countFromCounters(db: Executor, counter: Counter, accountId: string, key: string | undefined): Promise<number> {
+  const tables = tablesOf(counter)
+  const sumOf = (table: 'payment_counts' | 'payment_count_changes') => db.selectFrom(table)
+    .select((s) => s.fn.sum<number | string | null>('n').as('n'))
+    .where('account_id', '=', accountId).$if(key !== undefined, (q) => q.where(tables.key, '=', key!))
+  const row = await db.selectNoFrom([sumOf(tables.counts).as('folded'), sumOf(tables.changes).as('changes')]).executeTakeFirstOrThrow()
+  return Number(row.folded ?? 0) + Number(row.changes ?? 0)
+}
+
+/** Accounts folded per call at most, each in its own short transaction. */
+const FOLD_ACCOUNTS = 100
+
+/**
+ * Moves a counter's changes into its counts, an account at a time: the changes it deletes (those
+ * committed when its statement started; a concurrent fold finds them gone and skips them) are summed into
+ * the counts in the same transaction, in key order, so two folds take counter rows in the same order.
+ * Returns the number of changes folded.
+ */
+export async function foldCounts(db: Database, counter: Counter): Promise<number> {
+  const { counts, changes, key } = tablesOf(counter)
+  const accounts = await db.kysely.selectFrom(changes).select('account_id').distinct().limit(FOLD_ACCOUNTS).execute()
+  let folded = 0
+  for (const { account_id: accountId } of accounts) {
+    folded += await db.kysely.transaction().execute(async (trx) => {
+      const deleted = await trx.deleteFrom(changes).where('account_id', '=', accountId).returning([key, 'n']).execute()
+      const sums = new Map<string, number>()
+      for (const change of deleted) sums.set(change[key], (sums.get(change[key]) ?? 0) + Number(change.n))
+      for (const value of [...sums.keys()].sort()) {
+        await trx.insertInto(counts).values({ account_id: accountId, [key]: value, n: sums.get(value)! } as { account_id: string, status: string, n: number })
+          .onConflict((oc) => oc.columns(['account_id', key]).doUpdateSet((eb) => ({ n: eb(eb.ref(`${counts}.n`), '+', eb.ref('excluded.n')) })))
+          .execute()
+      }
+      return deleted.length
+    })
+  }
+  return folded
+}
