@@ -266,6 +266,11 @@ async function runStore(store: TestStore): Promise<StoreResult> {
         const cursor = await drive({ ...list, path: `/payments?limit=10&starting_after=${pages.idAt(deep - 1)}` }, withWrk, settled)
         rows.push(row(quick ? `${label} by cursor at ${deep}` : `… same by starting_after at ${deep}`, cursor, server, null))
         if (!quick) rows.push(row(`… same at offset=${deep}`, await drive({ ...list, path: `/payments?limit=10&offset=${deep}` }, withWrk, settled), server, null))
+        // The same account's events, one a payment: the list that grows fastest (migration 0013's counters).
+        const events = `GET /events?limit=10 (${pages.count} rows, 4 connections)`
+        if (!quick) rows.push(row(events, await drive({ ...list, path: '/events?limit=10' }, withWrk, settled), server, null))
+        const eventCursor = await drive({ ...list, path: `/events?limit=10&starting_after=${pages.eventIdAt(deep - 1)}` }, withWrk, settled)
+        rows.push(row(quick ? `${events} by cursor at ${deep}` : `… same by starting_after at ${deep}`, eventCursor, server, null))
       }
     }
   } finally {

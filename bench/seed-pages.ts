@@ -5,25 +5,29 @@ import { systemClock } from '../src/lib/clock.js'
 import { createServices } from '../src/services.js'
 import type { TestStore } from '../test/helpers/stores.js'
 
-/** The account whose payments the `pages` scenario lists, and the id at a depth of its list. */
+/** The account whose payments and events the `pages` scenario lists, and the ids at a depth of its lists. */
 export interface PagesSeed {
   key: string
   accountId: string
   count: number
   /** The id of the payment at 0-based position `depth` of GET /payments (newest first). */
   idAt(depth: number): string
+  /** The id of the event at 0-based position `depth` of GET /events (newest first). */
+  eventIdAt(depth: number): string
 }
 
 /** Rows per transaction (SQLite) or statement (PostgreSQL). */
 const BATCH = 100_000
 
 const paymentId = (i: number) => `pay_bench${String(i).padStart(21, '0')}`
+const eventId = (i: number) => `evt_bench${String(i).padStart(21, '0')}`
 
 /**
  * A new account with `count` payments, for the `pages` scenario: the list a user pages most. The
  * account and its mandate are made through the services; the payments in bulk, straight through SQL
  * (multi-row statements in big transactions, not the API), one millisecond apart, 95 % succeeded and
- * the rest failed, all on that one mandate. Then the statistics, as after seedWishes.
+ * the rest failed, all on that one mandate, each with its event (`payment.succeeded` or
+ * `payment.failed`, at the payment's time). Then the statistics, as after seedWishes.
  */
 export async function seedPayments(store: TestStore, count: number): Promise<PagesSeed> {
   const services = createServices({ config: loadConfig({}), db: store.db, clock: systemClock })
@@ -47,6 +51,16 @@ export async function seedPayments(store: TestStore, count: number): Promise<Pag
     const columns = 'id, account_id, mandate_id, wish_id, amount, currency, status, protocol_type, payment_method, amount_refunded, failure_code, failure_message, metadata, created_at, updated_at, ap2'
     const many = connection.prepare(`insert into payments (${columns}) values ${Array.from({ length: ROWS }, () => values).join(', ')}`)
     const one = connection.prepare(`insert into payments (${columns}) values ${values}`)
+    const eventValues = '(?, ?, ?, ?, ?, null, ?)'
+    const eventColumns = 'id, account_id, type, object_id, data, request_id, created_at'
+    const manyEvents = connection.prepare(`insert into events (${eventColumns}) values ${Array.from({ length: ROWS }, () => eventValues).join(', ')}`)
+    const oneEvent = connection.prepare(`insert into events (${eventColumns}) values ${eventValues}`)
+    const eventParamsOf = (i: number) => {
+      const failed = i % 20 === 0
+      return [eventId(i), accountId, failed ? 'payment.failed' : 'payment.succeeded', paymentId(i),
+        JSON.stringify({ object: { id: paymentId(i), object: 'payment', amount: 1000 + (i % 9000), currency: 'USD', status: failed ? 'failed' : 'succeeded' } }),
+        new Date(start + i).toISOString()]
+    }
     const paramsOf = (i: number) => {
       const at = new Date(start + i).toISOString()
       const failed = i % 20 === 0
@@ -55,8 +69,14 @@ export async function seedPayments(store: TestStore, count: number): Promise<Pag
     }
     const batch = connection.transaction((from: number, to: number) => {
       let i = from
-      for (; i + ROWS <= to; i += ROWS) many.run(Array.from({ length: ROWS }, (_, k) => paramsOf(i + k)).flat())
-      for (; i < to; i++) one.run(paramsOf(i))
+      for (; i + ROWS <= to; i += ROWS) {
+        many.run(Array.from({ length: ROWS }, (_, k) => paramsOf(i + k)).flat())
+        manyEvents.run(Array.from({ length: ROWS }, (_, k) => eventParamsOf(i + k)).flat())
+      }
+      for (; i < to; i++) {
+        one.run(paramsOf(i))
+        oneEvent.run(eventParamsOf(i))
+      }
     })
     for (let from = 0; from < count; from += BATCH) {
       batch(from, Math.min(count, from + BATCH))
@@ -78,11 +98,20 @@ export async function seedPayments(store: TestStore, count: number): Promise<Pag
           to_char((to_timestamp(${start / 1000}::double precision) + i * interval '1 millisecond') at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
           null
         from generate_series(${from}::int, ${to - 1}::int) as i`.execute(store.db.kysely)
+      await sql`insert into events (id, account_id, type, object_id, data, request_id, created_at)
+        select 'evt_bench' || lpad(i::text, 21, '0'), ${accountId}, case when i % 20 = 0 then 'payment.failed' else 'payment.succeeded' end,
+          'pay_bench' || lpad(i::text, 21, '0'),
+          json_build_object('object', json_build_object('id', 'pay_bench' || lpad(i::text, 21, '0'), 'object', 'payment', 'amount', 1000 + i % 9000,
+            'currency', 'USD', 'status', case when i % 20 = 0 then 'failed' else 'succeeded' end))::text,
+          null,
+          to_char((to_timestamp(${start / 1000}::double precision) + i * interval '1 millisecond') at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+        from generate_series(${from}::int, ${to - 1}::int) as i`.execute(store.db.kysely)
       shown(to)
     }
     // As after seedWishes: statistics and the visibility map for index-only counts, then the seed
     // written out before any scenario runs.
     await sql`vacuum analyze payments`.execute(store.db.kysely)
+    await sql`vacuum analyze events`.execute(store.db.kysely)
     await sql`checkpoint`.execute(store.db.kysely).catch((error: unknown) => {
       process.stderr.write(`[postgres] no checkpoint after seeding (${String(error)}); figures may suffer\n`)
     })
@@ -92,5 +121,10 @@ export async function seedPayments(store: TestStore, count: number): Promise<Pag
     .expression((eb) => eb.selectFrom('payments').select((s) => ['account_id', 'status', s.fn.countAll<number>().as('n')])
       .where('account_id', '=', accountId).where('id', 'like', 'pay_bench%').groupBy(['account_id', 'status']))
     .execute()
-  return { key: created.key, accountId, count, idAt: (depth) => paymentId(count - 1 - depth) }
+  // And with every event it writes (migration 0013), one change a type.
+  await store.db.kysely.insertInto('event_count_changes').columns(['account_id', 'type', 'n'])
+    .expression((eb) => eb.selectFrom('events').select((s) => ['account_id', 'type', s.fn.countAll<number>().as('n')])
+      .where('account_id', '=', accountId).where('id', 'like', 'evt_bench%').groupBy(['account_id', 'type']))
+    .execute()
+  return { key: created.key, accountId, count, idAt: (depth) => paymentId(count - 1 - depth), eventIdAt: (depth) => eventId(count - 1 - depth) }
 }
