@@ -271,6 +271,12 @@ async function runStore(store: TestStore): Promise<StoreResult> {
         if (!quick) rows.push(row(events, await drive({ ...list, path: '/events?limit=10' }, withWrk, settled), server, null))
         const eventCursor = await drive({ ...list, path: `/events?limit=10&starting_after=${pages.eventIdAt(deep - 1)}` }, withWrk, settled)
         rows.push(row(quick ? `${events} by cursor at ${deep}` : `… same by starting_after at ${deep}`, eventCursor, server, null))
+        // One delivery attempt of each event to the account's endpoint (migration 0014's counters).
+        const deliveries = `GET /webhook_endpoints/:id/deliveries?limit=10 (${pages.count} rows, 4 connections)`
+        const deliveriesPath = `/webhook_endpoints/${pages.endpointId}/deliveries?limit=10`
+        if (!quick) rows.push(row(deliveries, await drive({ ...list, path: deliveriesPath }, withWrk, settled), server, null))
+        const deliveryCursor = await drive({ ...list, path: `${deliveriesPath}&starting_after=${pages.attemptIdAt(deep - 1)}` }, withWrk, settled)
+        rows.push(row(quick ? `${deliveries} by cursor at ${deep}` : `… same by starting_after at ${deep}`, deliveryCursor, server, null))
       }
     }
   } finally {

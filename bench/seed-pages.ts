@@ -14,6 +14,10 @@ export interface PagesSeed {
   idAt(depth: number): string
   /** The id of the event at 0-based position `depth` of GET /events (newest first). */
   eventIdAt(depth: number): string
+  /** The account's webhook endpoint, with one delivery attempt of each event. */
+  endpointId: string
+  /** The id of the attempt at 0-based position `depth` of the endpoint's delivery list (newest first). */
+  attemptIdAt(depth: number): string
 }
 
 /** Rows per transaction (SQLite) or statement (PostgreSQL). */
@@ -21,13 +25,16 @@ const BATCH = 100_000
 
 const paymentId = (i: number) => `pay_bench${String(i).padStart(21, '0')}`
 const eventId = (i: number) => `evt_bench${String(i).padStart(21, '0')}`
+const attemptId = (i: number) => `wha_bench${String(i).padStart(21, '0')}`
 
 /**
  * A new account with `count` payments, for the `pages` scenario: the list a user pages most. The
  * account and its mandate are made through the services; the payments in bulk, straight through SQL
  * (multi-row statements in big transactions, not the API), one millisecond apart, 95 % succeeded and
  * the rest failed, all on that one mandate, each with its event (`payment.succeeded` or
- * `payment.failed`, at the payment's time). Then the statistics, as after seedWishes.
+ * `payment.failed`, at the payment's time), and each event with one delivery attempt to the account's one
+ * webhook endpoint (a row, not a receiver: no delivery job is written, so nothing is sent). Then the
+ * statistics, as after seedWishes.
  */
 export async function seedPayments(store: TestStore, count: number): Promise<PagesSeed> {
   const services = createServices({ config: loadConfig({}), db: store.db, clock: systemClock })
@@ -38,7 +45,13 @@ export async function seedPayments(store: TestStore, count: number): Promise<Pag
     expires_at: new Date(Date.now() + 30 * 86_400_000).toISOString(),
   })
   const accountId = created.account_id
+  const endpointId = `we_bench${String(Date.now()).padStart(21, '0')}`
   const start = Date.now() - count - 60_000
+  const at0 = new Date(start).toISOString()
+  await store.db.kysely.insertInto('webhook_endpoints').values({
+    id: endpointId, account_id: accountId, url: 'http://127.0.0.1:9/bench', events: '["*"]', description: 'bench: delivery list',
+    secret: 'whsec_YmVuY2g=', status: 'enabled', disabled_reason: null, created_at: at0, updated_at: at0,
+  }).execute()
   const began = performance.now()
   const shown = (done: number) => process.stderr.write(`[${store.name}] seeding payments ${done}/${count} (${((performance.now() - began) / 1000).toFixed(1)} s)\n`)
 
@@ -55,6 +68,12 @@ export async function seedPayments(store: TestStore, count: number): Promise<Pag
     const eventColumns = 'id, account_id, type, object_id, data, request_id, created_at'
     const manyEvents = connection.prepare(`insert into events (${eventColumns}) values ${Array.from({ length: ROWS }, () => eventValues).join(', ')}`)
     const oneEvent = connection.prepare(`insert into events (${eventColumns}) values ${eventValues}`)
+    const attemptValues = '(?, ?, ?, ?, ?, 1, 200, null, 1, 3, null, ?)'
+    const attemptColumns = 'id, account_id, endpoint_id, event_id, event_type, attempt, status_code, error, succeeded, duration_ms, next_retry_at, created_at'
+    const manyAttempts = connection.prepare(`insert into webhook_attempts (${attemptColumns}) values ${Array.from({ length: ROWS }, () => attemptValues).join(', ')}`)
+    const oneAttempt = connection.prepare(`insert into webhook_attempts (${attemptColumns}) values ${attemptValues}`)
+    const attemptParamsOf = (i: number) =>
+      [attemptId(i), accountId, endpointId, eventId(i), i % 20 === 0 ? 'payment.failed' : 'payment.succeeded', new Date(start + i).toISOString()]
     const eventParamsOf = (i: number) => {
       const failed = i % 20 === 0
       return [eventId(i), accountId, failed ? 'payment.failed' : 'payment.succeeded', paymentId(i),
@@ -72,10 +91,12 @@ export async function seedPayments(store: TestStore, count: number): Promise<Pag
       for (; i + ROWS <= to; i += ROWS) {
         many.run(Array.from({ length: ROWS }, (_, k) => paramsOf(i + k)).flat())
         manyEvents.run(Array.from({ length: ROWS }, (_, k) => eventParamsOf(i + k)).flat())
+        manyAttempts.run(Array.from({ length: ROWS }, (_, k) => attemptParamsOf(i + k)).flat())
       }
       for (; i < to; i++) {
         one.run(paramsOf(i))
         oneEvent.run(eventParamsOf(i))
+        oneAttempt.run(attemptParamsOf(i))
       }
     })
     for (let from = 0; from < count; from += BATCH) {
@@ -106,12 +127,19 @@ export async function seedPayments(store: TestStore, count: number): Promise<Pag
           null,
           to_char((to_timestamp(${start / 1000}::double precision) + i * interval '1 millisecond') at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
         from generate_series(${from}::int, ${to - 1}::int) as i`.execute(store.db.kysely)
+      await sql`insert into webhook_attempts (id, account_id, endpoint_id, event_id, event_type, attempt, status_code, error, succeeded,
+          duration_ms, next_retry_at, created_at)
+        select 'wha_bench' || lpad(i::text, 21, '0'), ${accountId}, ${endpointId}, 'evt_bench' || lpad(i::text, 21, '0'),
+          case when i % 20 = 0 then 'payment.failed' else 'payment.succeeded' end, 1, 200, null, 1, 3, null,
+          to_char((to_timestamp(${start / 1000}::double precision) + i * interval '1 millisecond') at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+        from generate_series(${from}::int, ${to - 1}::int) as i`.execute(store.db.kysely)
       shown(to)
     }
     // As after seedWishes: statistics and the visibility map for index-only counts, then the seed
     // written out before any scenario runs.
     await sql`vacuum analyze payments`.execute(store.db.kysely)
     await sql`vacuum analyze events`.execute(store.db.kysely)
+    await sql`vacuum analyze webhook_attempts`.execute(store.db.kysely)
     await sql`checkpoint`.execute(store.db.kysely).catch((error: unknown) => {
       process.stderr.write(`[postgres] no checkpoint after seeding (${String(error)}); figures may suffer\n`)
     })
@@ -126,5 +154,12 @@ export async function seedPayments(store: TestStore, count: number): Promise<Pag
     .expression((eb) => eb.selectFrom('events').select((s) => ['account_id', 'type', s.fn.countAll<number>().as('n')])
       .where('account_id', '=', accountId).where('id', 'like', 'evt_bench%').groupBy(['account_id', 'type']))
     .execute()
-  return { key: created.key, accountId, count, idAt: (depth) => paymentId(count - 1 - depth), eventIdAt: (depth) => eventId(count - 1 - depth) }
+  // And with every delivery attempt it records (migration 0014), one change an endpoint.
+  await store.db.kysely.insertInto('attempt_count_changes').values({ account_id: accountId, endpoint_id: endpointId, n: count }).execute()
+  return {
+    key: created.key, accountId, count, endpointId,
+    idAt: (depth) => paymentId(count - 1 - depth),
+    eventIdAt: (depth) => eventId(count - 1 - depth),
+    attemptIdAt: (depth) => attemptId(count - 1 - depth),
+  }
 }

@@ -1,21 +1,42 @@
 import type { Database, Executor } from './database.js'
 
 /**
- * A count of an account's rows by one column (payments by status, events by type) kept for `meta.total`
- * (migrations 0012 and 0013): writes insert changes (+n, -n) in their own transaction, which locks no
- * counter row; `foldCounts` moves the changes into the counters; `countFromCounters` sums both.
+ * A count of an account's rows by one column (payments by status, events by type, delivery attempts by
+ * endpoint) kept for `meta.total` (migrations 0012-0014): writes insert changes (+n, -n) in their own
+ * transaction, which locks no counter row; `foldCounts` moves the changes into the counters;
+ * `countFromCounters` sums both.
  */
 export interface Counter {
   /** The folded counts: one row an account and key, primary key (account_id, key). */
-  readonly counts: 'payment_counts' | 'event_counts'
+  readonly counts: 'payment_counts' | 'event_counts' | 'attempt_counts'
   /** The changes not folded yet. */
-  readonly changes: 'payment_count_changes' | 'event_count_changes'
+  readonly changes: 'payment_count_changes' | 'event_count_changes' | 'attempt_count_changes'
   /** The column counted by. */
-  readonly key: 'status' | 'type'
+  readonly key: 'status' | 'type' | 'endpoint_id'
+  /** The table whose rows are counted. */
+  readonly rows: 'payments' | 'events' | 'webhook_attempts'
 }
 
-export const PAYMENT_COUNTER: Counter = { counts: 'payment_counts', changes: 'payment_count_changes', key: 'status' }
-export const EVENT_COUNTER: Counter = { counts: 'event_counts', changes: 'event_count_changes', key: 'type' }
+export const PAYMENT_COUNTER: Counter = { counts: 'payment_counts', changes: 'payment_count_changes', key: 'status', rows: 'payments' }
+export const EVENT_COUNTER: Counter = { counts: 'event_counts', changes: 'event_count_changes', key: 'type', rows: 'events' }
+export const ATTEMPT_COUNTER: Counter = { counts: 'attempt_counts', changes: 'attempt_count_changes', key: 'endpoint_id', rows: 'webhook_attempts' }
+
+/**
+ * What rows add to (sign 1) or take from (-1) their accounts' counts: one change an account and value of
+ * the counted column, however many rows share them.
+ */
+export function changesOf<K extends Counter['key']>(
+  rows: readonly ({ account_id: string } & Record<K, string>)[], key: K, sign: 1 | -1,
+): Array<{ account_id: string, n: number } & Record<K, string>> {
+  const changes = new Map<string, { account_id: string, n: number } & Record<K, string>>()
+  for (const row of rows) {
+    const at = `${row.account_id} ${row[key]}`
+    const change = changes.get(at)
+    if (change) change.n += sign
+    else changes.set(at, { account_id: row.account_id, [key]: row[key], n: sign } as { account_id: string, n: number } & Record<K, string>)
+  }
+  return [...changes.values()]
+}
 
 /**
  * The counter's tables under the payments' names and columns, which every counter's tables share but
@@ -26,6 +47,7 @@ function tablesOf(counter: Counter) {
     counts: counter.counts as 'payment_counts',
     changes: counter.changes as 'payment_count_changes',
     key: counter.key as 'status',
+    rows: counter.rows as 'payments',
   }
 }
 
@@ -70,4 +92,21 @@ export async function foldCounts(db: Database, counter: Counter): Promise<number
     })
   }
   return folded
+}
+
+/**
+ * Retention: deletes up to `limit` of the counted rows created before `before` and takes them off their
+ * counts in the same transaction (RETURNING: two processes deleting at once each count only what they
+ * deleted); returns how many went.
+ */
+export async function deleteCountedOlderThan(db: Database, counter: Counter, before: string, limit: number): Promise<number> {
+  const { changes, key, rows } = tablesOf(counter)
+  return db.kysely.transaction().execute(async (trx) => {
+    const gone = await trx.deleteFrom(rows)
+      .where('id', 'in', (eb) => eb.selectFrom(rows).select('id').where('created_at', '<', before).limit(limit))
+      .returning(['account_id', key])
+      .execute()
+    if (gone.length > 0) await trx.insertInto(changes).values(changesOf(gone, key, -1)).execute()
+    return gone.length
+  })
 }

@@ -101,6 +101,20 @@ export interface EventCountChangesTable {
   n: number
 }
 
+/** Delivery attempts to an endpoint, as of the last fold of attempt_count_changes. */
+export interface AttemptCountsTable {
+  account_id: string
+  endpoint_id: string
+  n: number | string
+}
+
+/** A change to attempt_counts not yet folded into it: +1 for an attempt recorded, -n for attempts deleted by retention. */
+export interface AttemptCountChangesTable {
+  account_id: string
+  endpoint_id: string
+  n: number
+}
+
 export interface EventsTable {
   id: string
   account_id: string
@@ -251,6 +265,8 @@ export interface DatabaseSchema {
   jobs: JobsTable
   webhook_endpoints: WebhookEndpointsTable
   webhook_attempts: WebhookAttemptsTable
+  attempt_counts: AttemptCountsTable
+  attempt_count_changes: AttemptCountChangesTable
   ap2_nonces: Ap2NoncesTable
   ap2_closed_mandates: Ap2ClosedMandatesTable
   signing_keys: SigningKeysTable

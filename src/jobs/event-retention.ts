@@ -15,7 +15,7 @@ export function eventRetention(deps: { db: Database, clock: Clock }, everyMs = 6
     async run() {
       const before = toTimestamp(new Date(deps.clock.now().getTime() - EVENT_RETENTION_DAYS * 86_400_000))
       while ((await deleteOlderThan(deps.db, before, BATCH)) === BATCH) { /* next batch */ }
-      while ((await deleteAttemptsOlderThan(deps.db.kysely, before, BATCH)) === BATCH) { /* next batch */ }
+      while ((await deleteAttemptsOlderThan(deps.db, before, BATCH)) === BATCH) { /* next batch */ }
     },
   }
 }

@@ -6,6 +6,7 @@ import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { buildApp } from '../../src/app.js'
 import { newId } from '../../src/lib/ids.js'
+import { insertAttempt } from '../../src/modules/webhooks/repository.js'
 import { type Response, startAppWithClosedDatabase, startTestApp, type TestAccount, type TestApp, toResponse } from '../helpers/app.js'
 import { createMandate } from '../helpers/fixtures.js'
 import { injectEventStream, isEventStream } from '../helpers/event-stream.js'
@@ -88,10 +89,11 @@ const make = {
   deliveryAttempt: async (t: TestApp, a: TestAccount): Promise<{ id: string }> => {
     const [endpoint, event] = [await make.endpoint(a), await make.event(a)]
     const id = newId('wha')
-    await t.store.db.kysely.insertInto('webhook_attempts').values({
+    const row = {
       id, account_id: a.id, endpoint_id: endpoint.id, event_id: event.id, event_type: event.type, attempt: 1,
       status_code: 500, error: 'HTTP 500', succeeded: 0, duration_ms: 1, next_retry_at: null, created_at: event.created_at,
-    }).execute()
+    }
+    await t.store.db.kysely.transaction().execute((trx) => insertAttempt(trx, row))
     return { id }
   },
 }

@@ -106,13 +106,17 @@ for (const kind of storeKinds()) {
     before(async () => { t = await startTestApp(kind, { WEBHOOK_ALLOW_PRIVATE: 'true' }) })
     after(async () => { await t.close() })
 
-    /** Writes delivery attempts of an endpoint straight to the store (deliveries need a receiver otherwise). */
+    /**
+     * Writes delivery attempts of an endpoint straight to the store (deliveries need a receiver otherwise),
+     * with the count changes a recorded attempt inserts (meta.total comes from counters, migration 0014).
+     */
     async function insertAttempts(a: TestAccount, endpointId: string, createdAt: string[], idOf: (i: number) => string = () => newId('wha')) {
       const rows = createdAt.map((at, i) => ({
         id: idOf(i), account_id: a.id, endpoint_id: endpointId, event_id: newId('evt'), event_type: 'wish.created', attempt: 1,
         status_code: 500, error: null, succeeded: 0, duration_ms: 3, next_retry_at: null, created_at: at,
       }))
       await t.store.db.kysely.insertInto('webhook_attempts').values(rows).execute()
+      await t.store.db.kysely.insertInto('attempt_count_changes').values(webhooksRepo.countsOfAttempts(rows)).execute()
       return rows
     }
 

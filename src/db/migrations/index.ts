@@ -12,6 +12,7 @@ import * as acpVaultTokens from './0010_acp_vault_tokens.js'
 import * as listCursorIndexes from './0011_list_cursor_indexes.js'
 import * as paymentCounts from './0012_payment_counts.js'
 import * as eventCounts from './0013_event_counts.js'
+import * as attemptCounts from './0014_attempt_counts.js'
 
 /**
  * The explicit, ordered migration registry. Append only: a migration that has shipped is never
@@ -31,4 +32,5 @@ export const migrations: Record<string, Migration> = {
   '0011_list_cursor_indexes': listCursorIndexes,
   '0012_payment_counts': paymentCounts,
   '0013_event_counts': eventCounts,
+  '0014_attempt_counts': attemptCounts,
 }

@@ -1,5 +1,5 @@
 import type { Insertable } from 'kysely'
-import { countFromCounters, EVENT_COUNTER, foldCounts } from '../../db/counters.js'
+import { changesOf, countFromCounters, deleteCountedOlderThan, EVENT_COUNTER, foldCounts } from '../../db/counters.js'
 import type { Database, Executor } from '../../db/database.js'
 import { inWindow } from '../../db/paging.js'
 import type { EventCountChangesTable, EventsTable } from '../../db/schema.js'
@@ -36,14 +36,7 @@ export function countEvents(db: Executor, accountId: string, type: EventType | u
  * inserts these beside them, in the same transaction.
  */
 export function countsOfEvents(rows: readonly Pick<EventsTable, 'account_id' | 'type'>[], sign: 1 | -1 = 1): Insertable<EventCountChangesTable>[] {
-  const changes = new Map<string, Insertable<EventCountChangesTable>>()
-  for (const row of rows) {
-    const at = `${row.account_id} ${row.type}`
-    const change = changes.get(at)
-    if (change) change.n += sign
-    else changes.set(at, { account_id: row.account_id, type: row.type, n: sign })
-  }
-  return [...changes.values()]
+  return changesOf(rows, 'type', sign)
 }
 
 /** Moves the events' count changes into event_counts (db/counters.ts); the periodic fold's work. */
@@ -55,15 +48,8 @@ export function foldEventCounts(db: Database): Promise<number> {
  * Deletes up to `limit` events created before `before`, and takes them off their accounts' counts in the
  * same transaction; returns how many went.
  */
-export async function deleteOlderThan(db: Database, before: string, limit: number): Promise<number> {
-  return db.kysely.transaction().execute(async (trx) => {
-    const gone = await trx.deleteFrom('events')
-      .where('id', 'in', (eb) => eb.selectFrom('events').select('id').where('created_at', '<', before).limit(limit))
-      .returning(['account_id', 'type'])
-      .execute()
-    if (gone.length > 0) await trx.insertInto('event_count_changes').values(countsOfEvents(gone, -1)).execute()
-    return gone.length
-  })
+export function deleteOlderThan(db: Database, before: string, limit: number): Promise<number> {
+  return deleteCountedOlderThan(db, EVENT_COUNTER, before, limit)
 }
 
 /**

@@ -1,9 +1,10 @@
-import { sql } from 'kysely'
+import { type Insertable, sql } from 'kysely'
 import { batchedLookup } from '../../db/batched-lookup.js'
-import type { Executor, Trx } from '../../db/database.js'
+import { ATTEMPT_COUNTER, changesOf, countFromCounters, deleteCountedOlderThan, foldCounts } from '../../db/counters.js'
+import type { Database, Executor, Trx } from '../../db/database.js'
 import { lockAccountRow } from '../accounts/repository.js'
 import { inWindow } from '../../db/paging.js'
-import type { WebhookAttemptsTable, WebhookEndpointsTable } from '../../db/schema.js'
+import type { AttemptCountChangesTable, WebhookAttemptsTable, WebhookEndpointsTable } from '../../db/schema.js'
 import type { Window } from '../../lib/paging.js'
 
 export type EndpointRow = WebhookEndpointsTable
@@ -69,8 +70,15 @@ export async function countEndpoints(db: Executor, accountId: string): Promise<n
   return Number(row.n)
 }
 
-export async function insertAttempt(db: Executor, row: AttemptRow): Promise<void> {
-  await db.insertInto('webhook_attempts').values(row).execute()
+/** Records an attempt and its count change (db/counters.ts): call it in the transaction that commits it. */
+export async function insertAttempt(trx: Trx, row: AttemptRow): Promise<void> {
+  await trx.insertInto('webhook_attempts').values(row).execute()
+  await trx.insertInto('attempt_count_changes').values(countsOfAttempts([row])).execute()
+}
+
+/** The count changes of attempts recorded (sign 1) or deleted (-1): one an account and endpoint. */
+export function countsOfAttempts(rows: readonly Pick<AttemptRow, 'account_id' | 'endpoint_id'>[], sign: 1 | -1 = 1): Insertable<AttemptCountChangesTable>[] {
+  return changesOf(rows, 'endpoint_id', sign)
 }
 
 export function findAttempt(db: Executor, accountId: string, id: string): Promise<AttemptRow | undefined> {
@@ -92,15 +100,20 @@ export function findAttemptOfEndpoint(db: Executor, endpointId: string, id: stri
   return db.selectFrom('webhook_attempts').selectAll().where('endpoint_id', '=', endpointId).where('id', '=', id).executeTakeFirst()
 }
 
-export async function countAttemptsOfEndpoint(db: Executor, endpointId: string): Promise<number> {
-  const row = await db.selectFrom('webhook_attempts').select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('endpoint_id', '=', endpointId).executeTakeFirstOrThrow()
-  return Number(row.n)
+/** The endpoint's attempts (`meta.total` of its delivery list), from counters: a few rows however many. */
+export function countAttemptsOfEndpoint(db: Executor, accountId: string, endpointId: string): Promise<number> {
+  return countFromCounters(db, ATTEMPT_COUNTER, accountId, endpointId)
 }
 
-export async function deleteAttemptsOlderThan(db: Executor, before: string, limit: number): Promise<number> {
-  const result = await db.deleteFrom('webhook_attempts')
-    .where('id', 'in', (eb) => eb.selectFrom('webhook_attempts').select('id').where('created_at', '<', before).limit(limit))
-    .executeTakeFirst()
-  return Number(result.numDeletedRows)
+/** Moves the attempts' count changes into attempt_counts (db/counters.ts); the periodic fold's work. */
+export function foldAttemptCounts(db: Database): Promise<number> {
+  return foldCounts(db, ATTEMPT_COUNTER)
+}
+
+/**
+ * Deletes up to `limit` attempts created before `before`, and takes them off their endpoints' counts in
+ * the same transaction; returns how many went.
+ */
+export function deleteAttemptsOlderThan(db: Database, before: string, limit: number): Promise<number> {
+  return deleteCountedOlderThan(db, ATTEMPT_COUNTER, before, limit)
 }

@@ -143,7 +143,7 @@ export function createWebhookService(deps: { db: Database, clock: Clock, config:
         resource: 'webhook delivery',
         find: (attemptId) => repo.findAttemptOfEndpoint(db.kysely, id, attemptId),
         rows: (window) => repo.listAttempts(db.kysely, id, window),
-        total: () => repo.countAttemptsOfEndpoint(db.kysely, id),
+        total: () => repo.countAttemptsOfEndpoint(db.kysely, ctx.accountId, id),
         map: toAttempt,
       })
     },
