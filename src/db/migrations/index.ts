@@ -13,7 +13,7 @@ import * as listCursorIndexes from './0011_list_cursor_indexes.js'
 import * as paymentCounts from './0012_payment_counts.js'
 import * as eventCounts from './0013_event_counts.js'
 import * as attemptCounts from './0014_attempt_counts.js'
-import * as retentionBrinIndexes from './0015_retention_brin_indexes.js'
+import * as retentionIndexes from './0015_retention_indexes.js'
 
 /**
  * The explicit, ordered migration registry. Append only: a migration that has shipped is never
@@ -34,5 +34,5 @@ export const migrations: Record<string, Migration> = {
   '0012_payment_counts': paymentCounts,
   '0013_event_counts': eventCounts,
   '0014_attempt_counts': attemptCounts,
-  '0015_retention_brin_indexes': retentionBrinIndexes,
+  '0015_retention_indexes': retentionIndexes,
 }
