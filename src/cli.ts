@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig, multiProcessProblem, type Config } from './config.js'
 import { openConfiguredDatabase } from './db/database.js'
 import { migrateToLatest } from './db/migrate.js'
+import { recount, type CountDifference } from './db/recount.js'
 import { systemClock } from './lib/clock.js'
 import { AppError } from './lib/errors.js'
 import { createAccountService } from './modules/accounts/service.js'
@@ -25,6 +26,10 @@ const USAGE = `Usage: wishpay <command>
   keys revoke KEY_ID                          revoke an API key
   signing-keys rotate                         a new receipt signing key; the old ones are retired
                                               (still in /.well-known/jwks.json for 30 days)
+  counts check [--account ACCT_ID] [--json]   compare the counters behind meta.total with the rows
+                                              they count; exits 1 when one differs
+  counts repair [--account ACCT_ID] [--json]  rebuild the counters that differ from their rows
+                                              (safe while servers run)
 ${REMOTE_USAGE}
 
 Configuration comes from the environment, as for the server (see README).`
@@ -110,6 +115,29 @@ async function signingKeysCommand(config: Config, args: string[]): Promise<void>
   })
 }
 
+const describeDifference = (d: CountDifference, repaired: boolean) =>
+  `${d.account_id}  ${d.counter} ${d.key}: counted ${d.counted}, rows ${d.rows}${repaired ? ` (now ${d.rows})` : ''}\n`
+
+/** `counts check` reports the counts that differ from their rows (exit code 1 if any); `counts repair` rebuilds them. */
+async function countsCommand(config: Config, args: string[]): Promise<void> {
+  const [action, ...rest] = args
+  if (action !== 'check' && action !== 'repair') throw new UsageError(`Unknown counts command: ${action ?? '(none)'}`)
+  const { values } = parseArgs({ args: rest, options: { account: { type: 'string' }, json: { type: 'boolean', default: false } } })
+  const repair = action === 'repair'
+  const result = await withDatabase(config, (db) => recount(db, { accountId: values.account, repair }))
+  if (values.account !== undefined && result.accounts === 0) throw new UsageError(`No such account: ${values.account}`)
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify(result)}\n`)
+  } else {
+    for (const difference of result.differences) process.stdout.write(describeDifference(difference, repair))
+    const accounts = `${result.accounts} account${result.accounts === 1 ? '' : 's'}`
+    const n = result.differences.length
+    const found = repair ? 'repaired' : n === 1 ? 'differs from its rows' : 'differ from their rows'
+    process.stdout.write(n === 0 ? `Every count matches its rows (${accounts}).\n` : `${n} count${n === 1 ? '' : 's'} ${found} (${accounts}).\n`)
+  }
+  if (!repair && result.differences.length > 0) process.exitCode = 1
+}
+
 async function main(argv: string[]): Promise<void> {
   const [command, ...args] = argv
   if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
@@ -144,6 +172,8 @@ async function main(argv: string[]): Promise<void> {
       return keysCommand(config, args)
     case 'signing-keys':
       return signingKeysCommand(config, args)
+    case 'counts':
+      return countsCommand(config, args)
     default:
       throw new UsageError(`Unknown command: ${command}`)
   }
