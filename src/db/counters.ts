@@ -1,12 +1,14 @@
-import { sql } from 'kysely'
+import { type Insertable, sql } from 'kysely'
 import type { Database, Executor } from './database.js'
 import { dialectOf } from './dialect.js'
+import { compiled, fromTemplate, insertRows, type Statement } from './query-template.js'
+import type { PaymentCountChangesTable } from './schema.js'
 
 /**
  * A count of an account's rows by one column (payments by status, events by type, delivery attempts by
- * endpoint) kept for `meta.total` (migrations 0012-0014): writes insert changes (+n, -n) in their own
- * transaction, which locks no counter row; `foldCounts` moves the changes into the counters;
- * `countFromCounters` sums both.
+ * endpoint) kept for `meta.total` (migrations 0012-0014): writes record changes (+n, -n) in their own
+ * transaction (`recordChanges`), which on PostgreSQL locks no counter row; `foldCounts` moves the
+ * changes into the counters; `countFromCounters` sums both.
  */
 export interface Counter {
   /** The folded counts: one row an account and key, primary key (account_id, key). */
@@ -38,6 +40,27 @@ export function changesOf<K extends Counter['key']>(
     else changes.set(at, { account_id: row.account_id, [key]: row[key], n: sign } as { account_id: string, n: number } & Record<K, string>)
   }
   return [...changes.values()]
+}
+
+/**
+ * The statement that records count changes, run in the transaction that writes (or deletes) the rows.
+ *
+ * PostgreSQL: change rows, which the fold moves into the counts later, so concurrent writers of one
+ * account never wait on each other's counter row. SQLite: added to the counts at once (an upsert). It
+ * has one writer at a time, so there is no lock to spread, and folding a second of change rows at once
+ * was the slowest group commit of every second: the p99 of `POST /payments` at 64 connections
+ * (docs/performance.md, fourteenth pass). Change rows already there (from before, or another process's
+ * PostgreSQL-era data) are still folded.
+ */
+export function recordChanges(db: Executor, counter: Counter, changes: readonly ({ account_id: string, n: number } & Record<string, unknown>)[]): Statement {
+  const { counts, changes: table, key } = tablesOf(counter)
+  const rows = changes as unknown as readonly Insertable<PaymentCountChangesTable>[]
+  if (dialectOf(db) === 'postgres') return compiled(insertRows(db, table, rows))
+  const values = changes.flatMap((change) => [change.account_id, change[key], change.n])
+  return fromTemplate(db, `count into ${counts} ${changes.length}`, values, (slots) =>
+    db.insertInto(counts)
+      .values(changes.map((_, r) => ({ account_id: slots[r * 3]!, [key]: slots[r * 3 + 1]!, n: slots[r * 3 + 2] as unknown as number }) as { account_id: string, status: string, n: number }))
+      .onConflict((oc) => oc.columns(['account_id', key]).doUpdateSet((eb) => ({ n: eb(eb.ref(`${counts}.n`), '+', eb.ref('excluded.n')) }))))
 }
 
 /**
@@ -77,23 +100,47 @@ const FOLD_ACCOUNTS = 100
  * Returns the number of changes folded.
  */
 export async function foldCounts(db: Database, counter: Counter): Promise<number> {
-  const { counts, changes, key } = tablesOf(counter)
+  const { changes } = tablesOf(counter)
   const accounts = await db.kysely.selectFrom(changes).select('account_id').distinct().limit(FOLD_ACCOUNTS).execute()
   let folded = 0
   for (const { account_id: accountId } of accounts) {
-    folded += await db.kysely.transaction().execute(async (trx) => {
-      const deleted = await trx.deleteFrom(changes).where('account_id', '=', accountId).returning([key, 'n']).execute()
-      const sums = new Map<string, number>()
-      for (const change of deleted) sums.set(change[key], (sums.get(change[key]) ?? 0) + Number(change.n))
-      for (const value of [...sums.keys()].sort()) {
-        await trx.insertInto(counts).values({ account_id: accountId, [key]: value, n: sums.get(value)! } as { account_id: string, status: string, n: number })
-          .onConflict((oc) => oc.columns(['account_id', key]).doUpdateSet((eb) => ({ n: eb(eb.ref(`${counts}.n`), '+', eb.ref('excluded.n')) })))
-          .execute()
-      }
-      return deleted.length
-    })
+    folded += db.dialect === 'postgres' ? await foldInOneStatement(db, counter, accountId) : await foldInTransaction(db, counter, accountId)
   }
   return folded
+}
+
+/**
+ * PostgreSQL: the delete, the sums and the upserts as one statement, so the changes (a second of a busy
+ * account's writes: thousands) never travel to this process and back (docs/performance.md, fourteenth pass).
+ */
+async function foldInOneStatement(db: Database, counter: Counter, accountId: string): Promise<number> {
+  const key = sql.ref(counter.key)
+  const counts = sql.table(counter.counts)
+  const result = await sql<{ folded: number }>`with gone as (
+      delete from ${sql.table(counter.changes)} where account_id = ${accountId} returning ${key}, n
+    ), added as (
+      insert into ${counts} (account_id, ${key}, n)
+      select ${accountId}, ${key}, sum(n) from gone group by ${key} order by ${key}
+      on conflict (account_id, ${key}) do update set n = ${counts}.n + excluded.n
+    )
+    select count(*) as folded from gone`.execute(db.kysely)
+  return Number(result.rows[0]!.folded)
+}
+
+/** SQLite (no DELETE in a WITH): the deleted changes are summed here. */
+async function foldInTransaction(db: Database, counter: Counter, accountId: string): Promise<number> {
+  const { counts, changes, key } = tablesOf(counter)
+  return db.kysely.transaction().execute(async (trx) => {
+    const deleted = await trx.deleteFrom(changes).where('account_id', '=', accountId).returning([key, 'n']).execute()
+    const sums = new Map<string, number>()
+    for (const change of deleted) sums.set(change[key], (sums.get(change[key]) ?? 0) + Number(change.n))
+    for (const value of [...sums.keys()].sort()) {
+      await trx.insertInto(counts).values({ account_id: accountId, [key]: value, n: sums.get(value)! } as { account_id: string, status: string, n: number })
+        .onConflict((oc) => oc.columns(['account_id', key]).doUpdateSet((eb) => ({ n: eb(eb.ref(`${counts}.n`), '+', eb.ref('excluded.n')) })))
+        .execute()
+    }
+    return deleted.length
+  })
 }
 
 /**
@@ -102,13 +149,13 @@ export async function foldCounts(db: Database, counter: Counter): Promise<number
  * deleted); returns how many went.
  */
 export async function deleteCountedOlderThan(db: Database, counter: Counter, before: string, limit: number): Promise<number> {
-  const { changes, key, rows } = tablesOf(counter)
+  const { key, rows } = tablesOf(counter)
   return db.kysely.transaction().execute(async (trx) => {
     const gone = await trx.deleteFrom(rows)
       .where('id', 'in', oldestRows(trx, counter, before, limit))
       .returning(['account_id', key])
       .execute()
-    if (gone.length > 0) await trx.insertInto(changes).values(changesOf(gone, key, -1)).execute()
+    if (gone.length > 0) await trx.executeQuery(recordChanges(trx, counter, changesOf(gone, key, -1)))
     return gone.length
   })
 }

@@ -58,6 +58,9 @@ for (const kind of storeKinds()) {
     const fold = () => foldAttemptCounts(t.store.db)
     /** Folds until nothing is left: one fold takes a bounded number of accounts. */
     const foldAll = async () => { while ((await fold()) > 0) { /* more accounts */ } }
+    // PostgreSQL writes count changes as rows that a fold moves into the counts; SQLite adds them to the
+    // counts at once (db/counters.ts recordChanges), so no change waits there.
+    const changesWait = kind.name === 'postgres'
 
     /**
      * A job runner with the app's delivery handler and no periodic task: the app's runner (t.jobs) also
@@ -158,8 +161,8 @@ for (const kind of storeKinds()) {
       assert.deepEqual(rFail.deliveries.map((d) => d.answered), [500, 500, 500, 500, 500])
       assert.deepEqual(await assertTotals(endpoints, 'before any fold'), { [all.id]: 8, [failing.id]: 5, [quiet.id]: 0, [ofB.id]: 2 })
       for (const account of [a, b]) {
-        assert.equal(await foldedOf(account), 0, 'no fold has run')
-        assert.ok(await changesOf(account) > 0, 'the totals came from the changes')
+        assert.equal(await foldedOf(account) > 0, !changesWait, changesWait ? 'no fold has run' : 'counted at once')
+        assert.equal(await changesOf(account) > 0, changesWait, 'the totals came from the changes')
       }
 
       // One fold, then the first retries: part of each count folded, part not yet.
@@ -168,7 +171,7 @@ for (const kind of storeKinds()) {
       t.clock.advance(1000)
       await drain()
       assert.equal(rFail.deliveries.length, 10)
-      assert.ok(await foldedOf(a) > 0 && await changesOf(a) > 0, 'folded counts and changes both')
+      assert.ok(await foldedOf(a) > 0 && (await changesOf(a) > 0) === changesWait, 'folded counts and changes both')
       assert.equal((await assertTotals(endpoints, 'retried, not folded'))[failing.id], 10)
       await fold()
       await assertTotals(endpoints, 'retried, folded')
@@ -211,7 +214,7 @@ for (const kind of storeKinds()) {
       for (let i = 0; i < 2; i++) await createWish(a, { query: `old, not folded ${i}` })
       await settle(endpoints)
       assert.deepEqual(await checkpoint('old attempts'), { [ok.id]: 7, [failing.id]: 21, [ofB.id]: 2 })
-      assert.ok(await foldedOf(a) > 0 && await changesOf(a) > 0, 'folded counts and changes both')
+      assert.ok(await foldedOf(a) > 0 && (await changesOf(a) > 0) === changesWait, 'folded counts and changes both')
 
       // Past the retention period, newer attempts, kept.
       t.clock.advance((EVENT_RETENTION_DAYS + 1) * DAY_MS)
@@ -280,7 +283,7 @@ for (const kind of storeKinds()) {
       const resends = await Promise.all(resent.map((x: any) => a.request('POST', `/webhook_deliveries/${x.id}/resend`)))
       for (const res of resends) assert.equal(res.status, 202, res.raw)
       await settle(endpoints, () => Promise.all(runners.map((r) => drain(r))))
-      assert.ok(await changesOf(a) > 0, 'changes wait to be folded')
+      assert.equal(await changesOf(a) > 0, changesWait, 'changes wait to be folded')
       await Promise.all([fold(), fold()])
       await Promise.all([foldAll(), foldAll(), foldAll()])
       for (const account of [a, b]) assert.equal(await changesOf(account), 0)

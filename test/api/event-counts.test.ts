@@ -62,6 +62,9 @@ for (const kind of storeKinds()) {
     const fold = () => foldEventCounts(t.store.db)
     /** Folds until nothing is left: one fold takes a bounded number of accounts. */
     const foldAll = async () => { while ((await fold()) > 0) { /* more accounts */ } }
+    // PostgreSQL writes count changes as rows that a fold moves into the counts; SQLite adds them to the
+    // counts at once (db/counters.ts recordChanges), so no change waits there.
+    const changesWait = kind.name === 'postgres'
 
     /** The account's events by type, counted from the rows themselves. */
     async function counted(a: TestAccount) {
@@ -307,7 +310,7 @@ for (const kind of storeKinds()) {
 
       // Many changes waiting, then two folds at once: each change is folded once.
       await Promise.all(Array.from({ length: 20 }, (_, i) => createWish(a, { query: `more ${i}` })))
-      assert.ok(await changesOf(a) > 0)
+      assert.equal(await changesOf(a) > 0, changesWait)
       await Promise.all([fold(), fold()])
       await Promise.all([foldAll(), foldAll(), foldAll()])
       assert.equal(await changesOf(a), 0)

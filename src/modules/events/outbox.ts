@@ -1,5 +1,6 @@
 import type { Executor } from '../../db/database.js'
 import { compiled, insertRows, type Statement } from '../../db/query-template.js'
+import { EVENT_COUNTER, recordChanges } from '../../db/counters.js'
 import type { EventsTable } from '../../db/schema.js'
 import { inBatches, type JobRow, jobRow } from '../queue/repository.js'
 import { newId } from '../../lib/ids.js'
@@ -87,7 +88,7 @@ export async function recordEvents(trx: Executor, inputs: EventInput[]): Promise
 export function outboxStatements(db: Executor, rows: EventsTable[], endpointsOf: (accountId: string) => Pick<EndpointRow, 'id' | 'events'>[]): Statement[] {
   const jobs = rows.flatMap((row) => deliveryJobs([row], endpointsOf(row.account_id)))
   return [
-    ...(rows.length > 0 ? [insertRows(db, 'events', rows), insertRows(db, 'event_count_changes', countsOfEvents(rows))] : []),
+    ...(rows.length > 0 ? [insertRows(db, 'events', rows), recordChanges(db, EVENT_COUNTER, countsOfEvents(rows))] : []),
     ...inBatches(jobs).map((batch) => insertRows(db, 'jobs', batch)),
   ].map(compiled)
 }

@@ -4,7 +4,7 @@ import { forUpdate, rowToJson } from '../../db/dialect.js'
 import { inWindow } from '../../db/paging.js'
 import { compilable, fromTemplate, insertRows } from '../../db/query-template.js'
 import { batchedLookup } from '../../db/batched-lookup.js'
-import { countFromCounters, foldCounts, PAYMENT_COUNTER } from '../../db/counters.js'
+import { countFromCounters, EVENT_COUNTER, foldCounts, PAYMENT_COUNTER, recordChanges } from '../../db/counters.js'
 import { reusableQuery } from '../../db/reusable-query.js'
 import { insertJsonAfter } from '../../db/pg-statement.js'
 import type { DatabaseSchema, EventsTable, PaymentCountChangesTable, PaymentsTable, RefundsTable } from '../../db/schema.js'
@@ -23,11 +23,11 @@ export type RefundRow = RefundsTable
 export async function insertPaymentWrites(db: Executor, rows: { payment?: PaymentRow, events: EventsTable[], jobs: JobRow[] }): Promise<void> {
   if (rows.payment) {
     await db.insertInto('payments').values(rows.payment).execute()
-    await db.insertInto('payment_count_changes').values(countsOfNew(rows.payment)).execute()
+    await db.executeQuery(recordChanges(db, PAYMENT_COUNTER, countsOfNew(rows.payment)))
   }
   if (rows.events.length > 0) {
     await db.insertInto('events').values(rows.events).execute()
-    await db.insertInto('event_count_changes').values(countsOfEvents(rows.events)).execute()
+    await db.executeQuery(recordChanges(db, EVENT_COUNTER, countsOfEvents(rows.events)))
   }
   await insertJobs(db, rows.jobs)
 }
@@ -148,7 +148,7 @@ export const countsOfNew = (payment: Pick<PaymentRow, 'account_id' | 'status'>):
 /** Records a payment's move between statuses in the counts, in the transaction that moves it. */
 async function countMove(trx: Executor, accountId: string, from: PaymentStatus, to: string): Promise<void> {
   if (from === to) return
-  await trx.insertInto('payment_count_changes').values([{ account_id: accountId, status: from, n: -1 }, { account_id: accountId, status: to, n: 1 }]).execute()
+  await trx.executeQuery(recordChanges(trx, PAYMENT_COUNTER, [{ account_id: accountId, status: from, n: -1 }, { account_id: accountId, status: to, n: 1 }]))
 }
 
 /** Moves the payments' count changes into payment_counts (db/counters.ts); the periodic fold's work. */
@@ -183,9 +183,9 @@ export function enabledEndpointsStatement(db: Executor, accountId: string) {
 export function planWriteQueries(db: Executor, plan: Pick<PaymentPlan, 'payment' | 'events' | 'jobs'>) {
   return [
     insertRows(db, 'payments', [plan.payment]),
-    insertRows(db, 'payment_count_changes', countsOfNew(plan.payment)),
+    recordChanges(db, PAYMENT_COUNTER, countsOfNew(plan.payment)),
     insertRows(db, 'events', plan.events),
-    insertRows(db, 'event_count_changes', countsOfEvents(plan.events)),
+    recordChanges(db, EVENT_COUNTER, countsOfEvents(plan.events)),
     ...inBatches(plan.jobs).map((batch) => insertRows(db, 'jobs', batch)),
   ]
 }
@@ -218,8 +218,9 @@ export async function readForPayment(db: Executor, accountId: string, mandateId:
  * The plan as one statement, so one transaction and one round trip. The hold decides: the idempotency
  * record is inserted only if it took effect, and the rest only if the record was. A record under the
  * key fails the insert with a unique violation (its conflict rule, idempotency/repository.ts), and with
- * it the whole statement. Compiled once per shape (the hold's terms, the rows' columns, jobs or none),
- * so that PostgreSQL can prepare it (db/prepared-statements.ts).
+ * it the whole statement. PostgreSQL only (SQLite runs planWriteQueries), so its count changes are
+ * change rows, as db/counters.ts recordChanges writes them there. Compiled once per shape (the hold's
+ * terms, the rows' columns, jobs or none), so that PostgreSQL can prepare it (db/prepared-statements.ts).
  */
 export function writePlanStatement(kysely: Kysely<DatabaseSchema>, plan: PaymentPlan, record: IdempotencyRecord): CompiledQuery<{ saved: number }> {
   const hold = mandates.holdTemplate(kysely, plan.hold)

@@ -1,6 +1,6 @@
 import { type Insertable, sql } from 'kysely'
 import { batchedLookup } from '../../db/batched-lookup.js'
-import { ATTEMPT_COUNTER, changesOf, countFromCounters, deleteCountedOlderThan, foldCounts } from '../../db/counters.js'
+import { ATTEMPT_COUNTER, changesOf, countFromCounters, deleteCountedOlderThan, foldCounts, recordChanges } from '../../db/counters.js'
 import type { Database, Executor, Trx } from '../../db/database.js'
 import { lockAccountRow } from '../accounts/repository.js'
 import { inWindow } from '../../db/paging.js'
@@ -73,7 +73,7 @@ export async function countEndpoints(db: Executor, accountId: string): Promise<n
 /** Records an attempt and its count change (db/counters.ts): call it in the transaction that commits it. */
 export async function insertAttempt(trx: Trx, row: AttemptRow): Promise<void> {
   await trx.insertInto('webhook_attempts').values(row).execute()
-  await trx.insertInto('attempt_count_changes').values(countsOfAttempts([row])).execute()
+  await trx.executeQuery(recordChanges(trx, ATTEMPT_COUNTER, countsOfAttempts([row])))
 }
 
 /** The count changes of attempts recorded (sign 1) or deleted (-1): one an account and endpoint. */
