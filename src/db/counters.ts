@@ -2,6 +2,7 @@ import { type Insertable, sql } from 'kysely'
 import type { Database, Executor } from './database.js'
 import { dialectOf } from './dialect.js'
 import { compiled, fromTemplate, insertRows, type Statement } from './query-template.js'
+import { readQuery } from './reusable-query.js'
 import type { PaymentCountChangesTable } from './schema.js'
 
 /**
@@ -83,11 +84,16 @@ function tablesOf(counter: Counter) {
  */
 export async function countFromCounters(db: Executor, counter: Counter, accountId: string, key: string | undefined): Promise<number> {
   const tables = tablesOf(counter)
-  const sumOf = (table: 'payment_counts' | 'payment_count_changes') => db.selectFrom(table)
-    .select((s) => s.fn.sum<number | string | null>('n').as('n'))
-    .where('account_id', '=', accountId).$if(key !== undefined, (q) => q.where(tables.key, '=', key!))
-  const row = await db.selectNoFrom([sumOf(tables.counts).as('folded'), sumOf(tables.changes).as('changes')]).executeTakeFirstOrThrow()
-  return Number(row.folded ?? 0) + Number(row.changes ?? 0)
+  // Compiled once per counter and key presence (query-template.ts): every list answer runs one.
+  const values = key === undefined ? [accountId] : [accountId, key]
+  const query = fromTemplate(db, `count from ${tables.counts} ${key !== undefined}`, values, ([account, keySlot]) => {
+    const sumOf = (table: 'payment_counts' | 'payment_count_changes') => db.selectFrom(table)
+      .select((s) => s.fn.sum<number | string | null>('n').as('n'))
+      .where('account_id', '=', account!).$if(keySlot !== undefined, (q) => q.where(tables.key, '=', keySlot!))
+    return db.selectNoFrom([sumOf(tables.counts).as('folded'), sumOf(tables.changes).as('changes')])
+  })
+  const [row] = await readQuery(db, query)
+  return Number(row!.folded ?? 0) + Number(row!.changes ?? 0)
 }
 
 /** Accounts folded per call at most, each in its own short transaction. */

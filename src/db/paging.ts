@@ -1,5 +1,8 @@
-import { type SelectQueryBuilder, sql } from 'kysely'
+import { type Compilable, type Selectable, type SelectQueryBuilder, sql } from 'kysely'
 import type { Position, Window } from '../lib/paging.js'
+import type { Executor } from './database.js'
+import { fromTemplate } from './query-template.js'
+import { readQuery } from './reusable-query.js'
 
 /**
  * A list query restricted to one page's window (lib/paging.ts): newest first (`created_at` desc, then
@@ -7,18 +10,70 @@ import type { Position, Window } from '../lib/paging.js'
  * `(created_at, id) < (c, i)` (after) or `> (c, i)` (before, read oldest first), a row-value comparison
  * that SQLite and PostgreSQL both turn into a range of the list's index `(…, created_at desc, id desc)`,
  * so the page starts at the cursor whatever its depth; ties in `created_at` are broken by `id`, as the
- * order is. The query must read one table (no joins), which holds `created_at` and `id`.
+ * order is. The query must read one table (no joins), which holds `created_at` and `id`. The window's
+ * parts are a template's slots (listRows): `skip` undefined for none, `direction` undefined for no cursor.
  */
-export function inWindow<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>, window: Window): SelectQueryBuilder<DB, TB, O> {
-  const seek = window.seek
-  let windowed = query
-  if (seek !== undefined) windowed = windowed.where(seekPredicate(seek.direction, seek.from))
-  const direction = seek?.direction === 'before' ? 'asc' : 'desc'
-  windowed = windowed.orderBy(sql.ref('created_at'), direction).orderBy(sql.ref('id'), direction).limit(window.take)
-  return window.skip > 0 ? windowed.offset(window.skip) : windowed
+function windowed<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>, take: unknown, skip: unknown, direction: 'after' | 'before' | undefined, from: Position | undefined): SelectQueryBuilder<DB, TB, O> {
+  let result = query
+  if (direction !== undefined) result = result.where(seekPredicate(direction, from!))
+  const order = direction === 'before' ? 'asc' : 'desc'
+  result = result.orderBy(sql.ref('created_at'), order).orderBy(sql.ref('id'), order).limit(take as number)
+  return skip === undefined ? result : result.offset(skip as number)
 }
 
 function seekPredicate(direction: 'after' | 'before', from: Position) {
   const operator = direction === 'after' ? sql.raw('<') : sql.raw('>')
   return sql<boolean>`(${sql.ref('created_at')}, ${sql.ref('id')}) ${operator} (${from.created_at}, ${from.id})`
+}
+
+/**
+ * A list's filtered query (no select, no order, no window) as a template: `build` makes it from one slot
+ * per value of `values`; `shape` names everything else its text depends on (which filters are present, a
+ * status that picks the predicate). listRows and countRows compile it once per shape (query-template.ts)
+ * rather than having Kysely build it on every request, which cost a SQLite list page about as much as
+ * SQLite's own work (docs/performance.md, fifteenth pass).
+ */
+export interface ListQuery<DB, TB extends keyof DB> {
+  shape: string
+  values: readonly unknown[]
+  build(slots: readonly string[]): SelectQueryBuilder<DB, TB, object>
+}
+
+/** The rows of one page of a list: its window's numbers and cursor are values too, its kind part of the shape. */
+export function listRows<DB, TB extends keyof DB>(db: Executor, list: ListQuery<DB, TB>, window: Window): Promise<Array<Selectable<DB[TB]>>> {
+  const { take, skip, seek } = window
+  const windowValues: unknown[] = [take]
+  if (skip > 0) windowValues.push(skip)
+  if (seek !== undefined) windowValues.push(seek.from.created_at, seek.from.id)
+  const kind = `${seek?.direction ?? 'first'}${skip > 0 ? ' skip' : ''}`
+  const query = fromTemplate(db, `list ${list.shape} ${kind}`, [...list.values, ...windowValues], (slots): Compilable<Selectable<DB[TB]>> => {
+    const [takeSlot, ...rest] = slots.slice(list.values.length)
+    const skipSlot = skip > 0 ? rest.shift() : undefined
+    const from = seek === undefined ? undefined : { created_at: rest[0]!, id: rest[1]! }
+    return windowed(list.build(slots.slice(0, list.values.length)).selectAll(), takeSlot, skipSlot, seek?.direction, from) as unknown as Compilable<Selectable<DB[TB]>>
+  })
+  return readQuery(db, query)
+}
+
+/** How many rows the list holds (meta.total where no counter keeps it). */
+export async function countRows<DB, TB extends keyof DB>(db: Executor, list: ListQuery<DB, TB>): Promise<number> {
+  const query = fromTemplate(db, `count ${list.shape}`, list.values, (slots): Compilable<{ n: number | string }> =>
+    list.build(slots).select(sql<number | string>`count(*)`.as('n')) as unknown as Compilable<{ n: number | string }>)
+  const [row] = await readQuery(db, query)
+  return Number(row!.n)
+}
+
+/**
+ * A list's filters as listRows' `values`, one a filter that is present: `shape` says which are, and
+ * `slotted` gives the filters back with a template's slots in place of the present ones' values. For
+ * filters that only ever become parameters; one that changes the query's text belongs in the shape.
+ */
+export function presentFilters<F extends { [K in keyof F]: string | undefined }>(filters: F): { shape: string, values: string[], slotted(slots: readonly string[]): F } {
+  const all = filters as Record<string, string | undefined>
+  const keys = Object.keys(all).filter((key) => all[key] !== undefined)
+  return {
+    shape: keys.join(),
+    values: keys.map((key) => all[key]!),
+    slotted: (slots) => Object.fromEntries(Object.keys(all).map((key) => [key, keys.includes(key) ? slots[keys.indexOf(key)] : undefined])) as F,
+  }
 }

@@ -1,4 +1,4 @@
-import type { Compilable } from 'kysely'
+import type { Compilable, CompiledQuery } from 'kysely'
 import type { Executor } from './database.js'
 import { fromTemplate } from './query-template.js'
 import { directReaderOf } from './sqlite-driver.js'
@@ -21,9 +21,13 @@ let queries = 0
 export function reusableQuery<R, A extends string[]>(build: (db: Executor, ...args: A) => Compilable<R>) {
   const shape = `reusable ${queries++}`
   return async (db: Executor, ...args: A): Promise<R[]> => {
-    const query = fromTemplate(db, shape, args, (slots) => build(db, ...(slots as A)))
-    const rows = directReaderOf(db)?.read(query)
-    if (rows !== undefined) return rows as R[]
-    return (await db.executeQuery<R>(query)).rows
+    return readQuery(db, fromTemplate(db, shape, args, (slots) => build(db, ...(slots as A))))
   }
+}
+
+/** A compiled read's rows: on SQLite's reader connection directly where it can (above), else through Kysely. */
+export async function readQuery<R>(db: Executor, query: CompiledQuery<R>): Promise<R[]> {
+  const rows = directReaderOf(db)?.read(query)
+  if (rows !== undefined) return rows as R[]
+  return (await db.executeQuery<R>(query)).rows
 }

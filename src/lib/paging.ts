@@ -32,7 +32,7 @@ export function pageOf(query: PageInput): Page {
 export interface Position { created_at: string, id: string }
 
 /**
- * What a repository reads for one page (db/paging.ts `inWindow`): `take` rows after skipping `skip`,
+ * What a repository reads for one page (db/paging.ts `listRows`): `take` rows after skipping `skip`,
  * newest first; with `seek`, only the rows after (older than) or before (newer than) a position, and
  * for `before` read oldest first, so that the rows nearest the cursor come first.
  */
@@ -56,7 +56,7 @@ export interface ListSource<Row extends Position, Item> {
    * list's filters: a cursor is a position, it need not match them.
    */
   find(id: string): Promise<Position | undefined>
-  /** The rows of the window, in the window's order (db/paging.ts inWindow). */
+  /** The rows of the window, in the window's order (db/paging.ts listRows). */
   rows(window: Window): Promise<Row[]>
   /** meta.total: every object of the list's filters, whichever page is asked for. */
   total(): Promise<number>

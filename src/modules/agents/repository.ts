@@ -1,6 +1,6 @@
 import type { Executor } from '../../db/database.js'
-import { inWindow } from '../../db/paging.js'
-import type { AgentsTable } from '../../db/schema.js'
+import { countRows, type ListQuery, listRows, presentFilters } from '../../db/paging.js'
+import type { AgentsTable, DatabaseSchema } from '../../db/schema.js'
 import type { Window } from '../../lib/paging.js'
 import type { AgentStatus } from './schemas.js'
 
@@ -38,10 +38,15 @@ function filtered(db: Executor, filter: AgentListFilter) {
 }
 
 export function listAgents(db: Executor, filter: AgentListFilter, window: Window) {
-  return inWindow(filtered(db, filter).selectAll(), window).execute()
+  return listRows(db, agentList(db, filter), window)
 }
 
-export async function countAgents(db: Executor, filter: AgentListFilter): Promise<number> {
-  const row = await filtered(db, filter).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
-  return Number(row.n)
+export function countAgents(db: Executor, filter: AgentListFilter): Promise<number> {
+  return countRows(db, agentList(db, filter))
+}
+
+/** The list's query, compiled once per set of filters (db/paging.ts). */
+function agentList(db: Executor, filter: AgentListFilter): ListQuery<DatabaseSchema, 'agents'> {
+  const filters = presentFilters(filter)
+  return { shape: `agents ${filters.shape}`, values: filters.values, build: (slots) => filtered(db, filters.slotted(slots)) }
 }

@@ -1,6 +1,6 @@
 import type { ExpressionBuilder } from 'kysely'
 import type { Executor } from '../../db/database.js'
-import { inWindow } from '../../db/paging.js'
+import { countRows, type ListQuery, listRows, presentFilters } from '../../db/paging.js'
 import { fromTemplate } from '../../db/query-template.js'
 import type { DatabaseSchema, MandatesTable } from '../../db/schema.js'
 import type { Window } from '../../lib/paging.js'
@@ -194,12 +194,15 @@ export function expireDue(trx: Executor, now: string, limit: number): Promise<Ma
 
 function statusFilter(status: MandateStatus, now: string) {
   return (eb: ExpressionBuilder<DatabaseSchema, 'mandates'>) => {
+    if (!comparesTime(status)) return eb('status', '=', status)
     if (status === 'active') return eb.and([eb('status', '=', 'active'), eb('expires_at', '>', now)])
-    if (status === 'expired') {
-      return eb.or([eb('status', '=', 'expired'), eb.and([eb('status', '=', 'active'), eb('expires_at', '<=', now)])])
-    }
-    return eb('status', '=', status)
+    return eb.or([eb('status', '=', 'expired'), eb.and([eb('status', '=', 'active'), eb('expires_at', '<=', now)])])
   }
+}
+
+/** Whether statusFilter compares expires_at with the time for this status (otherwise `now` is unused). */
+function comparesTime(status: MandateStatus): boolean {
+  return status === 'active' || status === 'expired'
 }
 
 export interface MandateListFilter {
@@ -219,12 +222,28 @@ function filtered(db: Executor, filter: MandateListFilter) {
 }
 
 export function listMandates(db: Executor, filter: MandateListFilter, window: Window) {
-  return inWindow(filtered(db, filter).selectAll(), window).execute()
+  return listRows(db, mandateList(db, filter), window)
 }
 
-export async function countMandates(db: Executor, filter: MandateListFilter): Promise<number> {
-  const row = await filtered(db, filter).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
-  return Number(row.n)
+export function countMandates(db: Executor, filter: MandateListFilter): Promise<number> {
+  return countRows(db, mandateList(db, filter))
+}
+
+/**
+ * The list's query, compiled once per set of filters (db/paging.ts): the status picks the predicate, so
+ * it is part of the shape, and the time is a value only where the predicate compares with it.
+ */
+function mandateList(db: Executor, filter: MandateListFilter): ListQuery<DatabaseSchema, 'mandates'> {
+  const { status, now, ...rest } = filter
+  const filters = presentFilters({ ...rest, now: status !== undefined && comparesTime(status) ? now : undefined })
+  return {
+    shape: `mandates ${status ?? ''} ${filters.shape}`,
+    values: filters.values,
+    build: (slots) => {
+      const slotted = filters.slotted(slots)
+      return filtered(db, { ...slotted, status, now: slotted.now! })
+    },
+  }
 }
 
 /** The account's mandate made from this AP2 open mandate (by its issuer JWT's hash), if any. */

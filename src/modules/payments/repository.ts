@@ -1,7 +1,7 @@
 import { type CompiledQuery, type Insertable, type Kysely, sql } from 'kysely'
 import type { Database, Executor } from '../../db/database.js'
 import { forUpdate, rowToJson } from '../../db/dialect.js'
-import { inWindow } from '../../db/paging.js'
+import { countRows, type ListQuery, listRows, presentFilters } from '../../db/paging.js'
 import { compilable, fromTemplate, insertRows } from '../../db/query-template.js'
 import { batchedLookup } from '../../db/batched-lookup.js'
 import { countFromCounters, EVENT_COUNTER, foldCounts, PAYMENT_COUNTER, recordChanges } from '../../db/counters.js'
@@ -122,7 +122,13 @@ function filtered(db: Executor, filter: PaymentListFilter) {
 }
 
 export function listPayments(db: Executor, filter: PaymentListFilter, window: Window) {
-  return inWindow(filtered(db, filter).selectAll(), window).execute()
+  return listRows(db, paymentList(db, filter), window)
+}
+
+/** The list's query, compiled once per set of filters (db/paging.ts). */
+function paymentList(db: Executor, filter: PaymentListFilter): ListQuery<DatabaseSchema, 'payments'> {
+  const filters = presentFilters(filter)
+  return { shape: `payments ${filters.shape}`, values: filters.values, build: (slots) => filtered(db, filters.slotted(slots)) }
 }
 
 /**
@@ -134,8 +140,7 @@ export async function countPayments(db: Executor, filter: PaymentListFilter): Pr
   if (filter.mandateId === undefined && filter.wishId === undefined && filter.agentId === undefined) {
     return countFromCounters(db, PAYMENT_COUNTER, filter.accountId, filter.status)
   }
-  const row = await filtered(db, filter).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
-  return Number(row.n)
+  return countRows(db, paymentList(db, filter))
 }
 
 // ---------------------------------------------------------------- counts (migration 0012)
@@ -157,7 +162,16 @@ export function foldPaymentCounts(db: Database): Promise<number> {
 }
 
 export function listRefunds(db: Executor, accountId: string, paymentId: string, window: Window) {
-  return inWindow(db.selectFrom('refunds').selectAll().where('account_id', '=', accountId).where('payment_id', '=', paymentId), window).execute()
+  return listRows(db, refundList(db, accountId, paymentId), window)
+}
+
+/** The list's query, compiled once (db/paging.ts). */
+function refundList(db: Executor, accountId: string, paymentId: string): ListQuery<DatabaseSchema, 'refunds'> {
+  return {
+    shape: 'refunds',
+    values: [accountId, paymentId],
+    build: ([account, payment]) => db.selectFrom('refunds').where('account_id', '=', account!).where('payment_id', '=', payment!),
+  }
 }
 
 /** A refund of this payment (a refund list's cursor). */
@@ -165,10 +179,8 @@ export function findRefund(db: Executor, accountId: string, paymentId: string, i
   return db.selectFrom('refunds').selectAll().where('account_id', '=', accountId).where('payment_id', '=', paymentId).where('id', '=', id).executeTakeFirst()
 }
 
-export async function countRefunds(db: Executor, accountId: string, paymentId: string): Promise<number> {
-  const row = await db.selectFrom('refunds').select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('account_id', '=', accountId).where('payment_id', '=', paymentId).executeTakeFirstOrThrow()
-  return Number(row.n)
+export function countRefunds(db: Executor, accountId: string, paymentId: string): Promise<number> {
+  return countRows(db, refundList(db, accountId, paymentId))
 }
 
 // ---------------------------------------------------------------- the single write (single-write.ts)

@@ -1,6 +1,6 @@
 import type { Executor } from '../../db/database.js'
-import { inWindow } from '../../db/paging.js'
-import type { TrustedKeysTable } from '../../db/schema.js'
+import { countRows, type ListQuery, listRows, presentFilters } from '../../db/paging.js'
+import type { DatabaseSchema, TrustedKeysTable } from '../../db/schema.js'
 import type { Window } from '../../lib/paging.js'
 import { lockAccountRow } from '../accounts/repository.js'
 import type { TrustedKeyRoleValue, TrustedKeyStatus } from './schemas.js'
@@ -54,12 +54,17 @@ function filtered(db: Executor, filter: TrustedKeyFilter) {
 }
 
 export function listTrustedKeys(db: Executor, filter: TrustedKeyFilter, window: Window) {
-  return inWindow(filtered(db, filter).selectAll(), window).execute()
+  return listRows(db, trustedKeyList(db, filter), window)
 }
 
-export async function countTrustedKeys(db: Executor, filter: TrustedKeyFilter): Promise<number> {
-  const row = await filtered(db, filter).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
-  return Number(row.n)
+export function countTrustedKeys(db: Executor, filter: TrustedKeyFilter): Promise<number> {
+  return countRows(db, trustedKeyList(db, filter))
+}
+
+/** The list's query, compiled once per set of filters (db/paging.ts). */
+function trustedKeyList(db: Executor, filter: TrustedKeyFilter): ListQuery<DatabaseSchema, 'trusted_keys'> {
+  const filters = presentFilters(filter)
+  return { shape: `trusted keys ${filters.shape}`, values: filters.values, build: (slots) => filtered(db, filters.slotted(slots)) }
 }
 
 /** The account's active keys of one role. */

@@ -3,8 +3,8 @@ import { batchedLookup } from '../../db/batched-lookup.js'
 import { ATTEMPT_COUNTER, changesOf, countFromCounters, deleteCountedOlderThan, foldCounts, recordChanges } from '../../db/counters.js'
 import type { Database, Executor, Trx } from '../../db/database.js'
 import { lockAccountRow } from '../accounts/repository.js'
-import { inWindow } from '../../db/paging.js'
-import type { AttemptCountChangesTable, WebhookAttemptsTable, WebhookEndpointsTable } from '../../db/schema.js'
+import { countRows, type ListQuery, listRows } from '../../db/paging.js'
+import type { AttemptCountChangesTable, DatabaseSchema, WebhookAttemptsTable, WebhookEndpointsTable } from '../../db/schema.js'
 import type { Window } from '../../lib/paging.js'
 
 export type EndpointRow = WebhookEndpointsTable
@@ -61,13 +61,16 @@ export async function deleteEndpoint(db: Executor, accountId: string, id: string
 }
 
 export function listEndpoints(db: Executor, accountId: string, window: Window) {
-  return inWindow(db.selectFrom('webhook_endpoints').selectAll().where('account_id', '=', accountId), window).execute()
+  return listRows(db, endpointList(db, accountId), window)
 }
 
-export async function countEndpoints(db: Executor, accountId: string): Promise<number> {
-  const row = await db.selectFrom('webhook_endpoints').select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('account_id', '=', accountId).executeTakeFirstOrThrow()
-  return Number(row.n)
+export function countEndpoints(db: Executor, accountId: string): Promise<number> {
+  return countRows(db, endpointList(db, accountId))
+}
+
+/** The list's query, compiled once (db/paging.ts). */
+function endpointList(db: Executor, accountId: string): ListQuery<DatabaseSchema, 'webhook_endpoints'> {
+  return { shape: 'webhook endpoints', values: [accountId], build: ([account]) => db.selectFrom('webhook_endpoints').where('account_id', '=', account!) }
 }
 
 /** Records an attempt and its count change (db/counters.ts): call it in the transaction that commits it. */
@@ -92,7 +95,7 @@ export async function countAttempts(db: Executor, endpointId: string, eventId: s
 }
 
 export function listAttempts(db: Executor, endpointId: string, window: Window) {
-  return inWindow(db.selectFrom('webhook_attempts').selectAll().where('endpoint_id', '=', endpointId), window).execute()
+  return listRows<DatabaseSchema, 'webhook_attempts'>(db, { shape: 'webhook attempts', values: [endpointId], build: ([endpoint]) => db.selectFrom('webhook_attempts').where('endpoint_id', '=', endpoint!) }, window)
 }
 
 /** A delivery attempt to this endpoint (a delivery list's cursor). */

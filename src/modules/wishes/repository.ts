@@ -1,8 +1,9 @@
 import { type ExpressionBuilder, type SelectQueryBuilder, sql } from 'kysely'
 import type { Executor } from '../../db/database.js'
 import { forUpdate } from '../../db/dialect.js'
-import { inWindow } from '../../db/paging.js'
+import { listRows } from '../../db/paging.js'
 import { fromTemplate, insertRows } from '../../db/query-template.js'
+import { readQuery } from '../../db/reusable-query.js'
 import type { DatabaseSchema, WishesTable } from '../../db/schema.js'
 import { randomIndex } from '../../lib/ids.js'
 import type { Window } from '../../lib/paging.js'
@@ -40,17 +41,20 @@ export async function deleteWish(trx: Executor, accountId: string, id: string): 
  */
 function statusFilter(status: WishStatus, now: string) {
   return (eb: ExpressionBuilder<DatabaseSchema, 'wishes'>) => {
+    if (!comparesTime(status)) return eb('status', '=', status)
     if (status === 'active' || status === 'pending') {
       return eb.and([eb('status', '=', status), eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)])])
     }
-    if (status === 'expired') {
-      return eb.or([
-        eb('status', '=', 'expired'),
-        eb.and([eb('status', 'in', ['active', 'pending']), eb('expires_at', '<=', now)]),
-      ])
-    }
-    return eb('status', '=', status)
+    return eb.or([
+      eb('status', '=', 'expired'),
+      eb.and([eb('status', 'in', ['active', 'pending']), eb('expires_at', '<=', now)]),
+    ])
   }
+}
+
+/** Whether statusFilter compares expires_at with the time for this status (otherwise `now` is unused). */
+function comparesTime(status: WishStatus): boolean {
+  return status === 'active' || status === 'pending' || status === 'expired'
 }
 
 export interface WishListFilter {
@@ -66,7 +70,9 @@ function filtered(db: Executor, filter: WishListFilter): SelectQueryBuilder<Data
 }
 
 export function listWishes(db: Executor, filter: WishListFilter, window: Window) {
-  return inWindow(filtered(db, filter).selectAll(), window).execute()
+  const { accountId, status, now } = filter
+  const values = status !== undefined && comparesTime(status) ? [accountId, now] : [accountId]
+  return listRows<DatabaseSchema, 'wishes'>(db, { shape: `wishes ${status ?? ''}`, values, build: ([account, time]) => filtered(db, { accountId: account!, status, now: time! }) }, window)
 }
 
 /**
@@ -131,19 +137,22 @@ const OPEN: WishStatus[] = ['active', 'pending']
 export async function countWishes(db: Executor, filter: WishListFilter): Promise<number> {
   const { accountId, status, now } = filter
   const lapsedFrom = status === 'expired' ? OPEN : status !== undefined && OPEN.includes(status) ? [status] : []
-  const row = await db.selectNoFrom((eb) => [
+  // Compiled once per status (db/query-template.ts); the time is a value only where lapsed wishes are counted.
+  const values = lapsedFrom.length === 0 ? [accountId] : [accountId, now]
+  const query = fromTemplate(db, `wish count ${status ?? ''}`, values, ([account, time]) => db.selectNoFrom((eb) => [
     eb.selectFrom('wish_counts').select((s) => s.fn.sum<number | string | null>('n').as('n'))
-      .where('account_id', '=', accountId)
+      .where('account_id', '=', account!)
       .$if(status !== undefined, (q) => q.where('status', '=', status!))
       .as('stored'),
     lapsedFrom.length === 0
       ? sql<number>`0`.as('lapsed')
       : eb.selectFrom('wishes').select((s) => s.fn.countAll<number | string>().as('n'))
-        .where('account_id', '=', accountId).where('status', 'in', lapsedFrom)
-        .where('expires_at', 'is not', null).where('expires_at', '<=', now)
+        .where('account_id', '=', account!).where('status', 'in', lapsedFrom)
+        .where('expires_at', 'is not', null).where('expires_at', '<=', time!)
         .as('lapsed'),
-  ]).executeTakeFirstOrThrow()
-  const stored = Number(row.stored ?? 0)
-  const lapsed = Number(row.lapsed ?? 0)
+  ]))
+  const [row] = await readQuery(db, query)
+  const stored = Number(row!.stored ?? 0)
+  const lapsed = Number(row!.lapsed ?? 0)
   return status === 'expired' ? stored + lapsed : stored - lapsed
 }
