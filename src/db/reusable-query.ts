@@ -21,7 +21,11 @@ let queries = 0
 export function reusableQuery<R, A extends string[]>(build: (db: Executor, ...args: A) => Compilable<R>) {
   const shape = `reusable ${queries++}`
   return async (db: Executor, ...args: A): Promise<R[]> => {
-    return readQuery(db, fromTemplate(db, shape, args, (slots) => build(db, ...(slots as A))))
+    // readQuery's body, inline: an async function returning another's promise costs the hot lookups a hop.
+    const query = fromTemplate(db, shape, args, (slots) => build(db, ...(slots as A)))
+    const rows = directReaderOf(db)?.read(query)
+    if (rows !== undefined) return rows as R[]
+    return (await db.executeQuery<R>(query)).rows
   }
 }
 
