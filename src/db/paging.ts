@@ -64,16 +64,18 @@ export async function countRows<DB, TB extends keyof DB>(db: Executor, list: Lis
 }
 
 /**
- * A list's filters as listRows' `values`, one a filter that is present: `shape` says which are, and
- * `slotted` gives the filters back with a template's slots in place of the present ones' values. For
- * filters that only ever become parameters; one that changes the query's text belongs in the shape.
+ * A list's query from its filters: each present filter is a value (a parameter), which ones are present is
+ * part of the shape beside `name`, and `build` gets the filters back with the template's slots in place
+ * of their values. For filters that only ever become parameters; one that changes the query's text (a
+ * status that picks a predicate) belongs in `name`.
  */
-export function presentFilters<F extends { [K in keyof F]: string | undefined }>(filters: F): { shape: string, values: string[], slotted(slots: readonly string[]): F } {
+export function filteredList<F extends { [K in keyof F]: string | undefined }, DB, TB extends keyof DB>(
+  name: string, filters: F, build: (filters: F) => SelectQueryBuilder<DB, TB, object>): ListQuery<DB, TB> {
   const all = filters as Record<string, string | undefined>
-  const keys = Object.keys(all).filter((key) => all[key] !== undefined)
+  const present = Object.keys(all).filter((key) => all[key] !== undefined)
   return {
-    shape: keys.join(),
-    values: keys.map((key) => all[key]!),
-    slotted: (slots) => Object.fromEntries(Object.keys(all).map((key) => [key, keys.includes(key) ? slots[keys.indexOf(key)] : undefined])) as F,
+    shape: `${name} ${present.join()}`,
+    values: present.map((key) => all[key]!),
+    build: (slots) => build(Object.fromEntries(Object.keys(all).map((key) => [key, all[key] === undefined ? undefined : slots[present.indexOf(key)]])) as F),
   }
 }

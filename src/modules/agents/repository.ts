@@ -1,5 +1,5 @@
 import type { Executor } from '../../db/database.js'
-import { countRows, type ListQuery, listRows, presentFilters } from '../../db/paging.js'
+import { countRows, filteredList, type ListQuery, listRows } from '../../db/paging.js'
 import type { AgentsTable, DatabaseSchema } from '../../db/schema.js'
 import type { Window } from '../../lib/paging.js'
 import type { AgentStatus } from './schemas.js'
@@ -47,6 +47,5 @@ export function countAgents(db: Executor, filter: AgentListFilter): Promise<numb
 
 /** The list's query, compiled once per set of filters (db/paging.ts). */
 function agentList(db: Executor, filter: AgentListFilter): ListQuery<DatabaseSchema, 'agents'> {
-  const filters = presentFilters(filter)
-  return { shape: `agents ${filters.shape}`, values: filters.values, build: (slots) => filtered(db, filters.slotted(slots)) }
+  return filteredList('agents', filter, (slotted) => filtered(db, slotted))
 }

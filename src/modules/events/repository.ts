@@ -1,8 +1,8 @@
 import type { Insertable } from 'kysely'
 import { changesOf, countFromCounters, deleteCountedOlderThan, EVENT_COUNTER, foldCounts } from '../../db/counters.js'
 import type { Database, Executor } from '../../db/database.js'
-import { listRows } from '../../db/paging.js'
-import type { DatabaseSchema, EventCountChangesTable, EventsTable } from '../../db/schema.js'
+import { filteredList, listRows } from '../../db/paging.js'
+import type { EventCountChangesTable, EventsTable } from '../../db/schema.js'
 import type { Window } from '../../lib/paging.js'
 import type { EventType } from './types.js'
 
@@ -23,8 +23,7 @@ function filtered(db: Executor, accountId: string, type: EventType | undefined) 
 }
 
 export function listEvents(db: Executor, accountId: string, type: EventType | undefined, window: Window) {
-  const values = type === undefined ? [accountId] : [accountId, type]
-  return listRows<DatabaseSchema, 'events'>(db, { shape: `events ${type !== undefined}`, values, build: ([account, slot]) => filtered(db, account!, slot as EventType | undefined) }, window)
+  return listRows(db, filteredList('events', { accountId, type }, (slotted) => filtered(db, slotted.accountId, slotted.type)), window)
 }
 
 /** The number of the account's events (of a type), from the counters (db/counters.ts, migration 0013). */

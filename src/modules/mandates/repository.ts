@@ -1,6 +1,6 @@
 import type { ExpressionBuilder } from 'kysely'
 import type { Executor } from '../../db/database.js'
-import { countRows, type ListQuery, listRows, presentFilters } from '../../db/paging.js'
+import { countRows, filteredList, type ListQuery, listRows } from '../../db/paging.js'
 import { fromTemplate } from '../../db/query-template.js'
 import type { DatabaseSchema, MandatesTable } from '../../db/schema.js'
 import type { Window } from '../../lib/paging.js'
@@ -235,15 +235,8 @@ export function countMandates(db: Executor, filter: MandateListFilter): Promise<
  */
 function mandateList(db: Executor, filter: MandateListFilter): ListQuery<DatabaseSchema, 'mandates'> {
   const { status, now, ...rest } = filter
-  const filters = presentFilters({ ...rest, now: status !== undefined && comparesTime(status) ? now : undefined })
-  return {
-    shape: `mandates ${status ?? ''} ${filters.shape}`,
-    values: filters.values,
-    build: (slots) => {
-      const slotted = filters.slotted(slots)
-      return filtered(db, { ...slotted, status, now: slotted.now! })
-    },
-  }
+  const timed = status !== undefined && comparesTime(status)
+  return filteredList(`mandates ${status ?? ''}`, { ...rest, now: timed ? now : undefined }, (slotted) => filtered(db, { ...slotted, status, now: slotted.now! }))
 }
 
 /** The account's mandate made from this AP2 open mandate (by its issuer JWT's hash), if any. */

@@ -1,7 +1,7 @@
 import { type CompiledQuery, type Insertable, type Kysely, sql } from 'kysely'
 import type { Database, Executor } from '../../db/database.js'
 import { forUpdate, rowToJson } from '../../db/dialect.js'
-import { countRows, type ListQuery, listRows, presentFilters } from '../../db/paging.js'
+import { countRows, filteredList, type ListQuery, listRows } from '../../db/paging.js'
 import { compilable, fromTemplate, insertRows } from '../../db/query-template.js'
 import { batchedLookup } from '../../db/batched-lookup.js'
 import { countFromCounters, EVENT_COUNTER, foldCounts, PAYMENT_COUNTER, recordChanges } from '../../db/counters.js'
@@ -127,8 +127,7 @@ export function listPayments(db: Executor, filter: PaymentListFilter, window: Wi
 
 /** The list's query, compiled once per set of filters (db/paging.ts). */
 function paymentList(db: Executor, filter: PaymentListFilter): ListQuery<DatabaseSchema, 'payments'> {
-  const filters = presentFilters(filter)
-  return { shape: `payments ${filters.shape}`, values: filters.values, build: (slots) => filtered(db, filters.slotted(slots)) }
+  return filteredList('payments', filter, (slotted) => filtered(db, slotted))
 }
 
 /**
@@ -167,11 +166,8 @@ export function listRefunds(db: Executor, accountId: string, paymentId: string, 
 
 /** The list's query, compiled once (db/paging.ts). */
 function refundList(db: Executor, accountId: string, paymentId: string): ListQuery<DatabaseSchema, 'refunds'> {
-  return {
-    shape: 'refunds',
-    values: [accountId, paymentId],
-    build: ([account, payment]) => db.selectFrom('refunds').where('account_id', '=', account!).where('payment_id', '=', payment!),
-  }
+  return filteredList('refunds', { accountId, paymentId }, (slotted) =>
+    db.selectFrom('refunds').where('account_id', '=', slotted.accountId).where('payment_id', '=', slotted.paymentId))
 }
 
 /** A refund of this payment (a refund list's cursor). */

@@ -1,5 +1,5 @@
 import type { Executor } from '../../db/database.js'
-import { countRows, type ListQuery, listRows, presentFilters } from '../../db/paging.js'
+import { countRows, filteredList, type ListQuery, listRows } from '../../db/paging.js'
 import type { DatabaseSchema, TrustedKeysTable } from '../../db/schema.js'
 import type { Window } from '../../lib/paging.js'
 import { lockAccountRow } from '../accounts/repository.js'
@@ -63,8 +63,7 @@ export function countTrustedKeys(db: Executor, filter: TrustedKeyFilter): Promis
 
 /** The list's query, compiled once per set of filters (db/paging.ts). */
 function trustedKeyList(db: Executor, filter: TrustedKeyFilter): ListQuery<DatabaseSchema, 'trusted_keys'> {
-  const filters = presentFilters(filter)
-  return { shape: `trusted keys ${filters.shape}`, values: filters.values, build: (slots) => filtered(db, filters.slotted(slots)) }
+  return filteredList('trusted keys', filter, (slotted) => filtered(db, slotted))
 }
 
 /** The account's active keys of one role. */

@@ -3,7 +3,7 @@ import { batchedLookup } from '../../db/batched-lookup.js'
 import { ATTEMPT_COUNTER, changesOf, countFromCounters, deleteCountedOlderThan, foldCounts, recordChanges } from '../../db/counters.js'
 import type { Database, Executor, Trx } from '../../db/database.js'
 import { lockAccountRow } from '../accounts/repository.js'
-import { countRows, type ListQuery, listRows } from '../../db/paging.js'
+import { countRows, filteredList, type ListQuery, listRows } from '../../db/paging.js'
 import type { AttemptCountChangesTable, DatabaseSchema, WebhookAttemptsTable, WebhookEndpointsTable } from '../../db/schema.js'
 import type { Window } from '../../lib/paging.js'
 
@@ -70,7 +70,7 @@ export function countEndpoints(db: Executor, accountId: string): Promise<number>
 
 /** The list's query, compiled once (db/paging.ts). */
 function endpointList(db: Executor, accountId: string): ListQuery<DatabaseSchema, 'webhook_endpoints'> {
-  return { shape: 'webhook endpoints', values: [accountId], build: ([account]) => db.selectFrom('webhook_endpoints').where('account_id', '=', account!) }
+  return filteredList('webhook endpoints', { accountId }, (slotted) => db.selectFrom('webhook_endpoints').where('account_id', '=', slotted.accountId))
 }
 
 /** Records an attempt and its count change (db/counters.ts): call it in the transaction that commits it. */
@@ -95,7 +95,7 @@ export async function countAttempts(db: Executor, endpointId: string, eventId: s
 }
 
 export function listAttempts(db: Executor, endpointId: string, window: Window) {
-  return listRows<DatabaseSchema, 'webhook_attempts'>(db, { shape: 'webhook attempts', values: [endpointId], build: ([endpoint]) => db.selectFrom('webhook_attempts').where('endpoint_id', '=', endpoint!) }, window)
+  return listRows(db, filteredList('webhook attempts', { endpointId }, (slotted) => db.selectFrom('webhook_attempts').where('endpoint_id', '=', slotted.endpointId)), window)
 }
 
 /** A delivery attempt to this endpoint (a delivery list's cursor). */

@@ -1,7 +1,7 @@
 import { type ExpressionBuilder, type SelectQueryBuilder, sql } from 'kysely'
 import type { Executor } from '../../db/database.js'
 import { forUpdate } from '../../db/dialect.js'
-import { listRows } from '../../db/paging.js'
+import { filteredList, listRows } from '../../db/paging.js'
 import { fromTemplate, insertRows } from '../../db/query-template.js'
 import { readQuery } from '../../db/reusable-query.js'
 import type { DatabaseSchema, WishesTable } from '../../db/schema.js'
@@ -71,8 +71,9 @@ function filtered(db: Executor, filter: WishListFilter): SelectQueryBuilder<Data
 
 export function listWishes(db: Executor, filter: WishListFilter, window: Window) {
   const { accountId, status, now } = filter
-  const values = status !== undefined && comparesTime(status) ? [accountId, now] : [accountId]
-  return listRows<DatabaseSchema, 'wishes'>(db, { shape: `wishes ${status ?? ''}`, values, build: ([account, time]) => filtered(db, { accountId: account!, status, now: time! }) }, window)
+  const timed = status !== undefined && comparesTime(status)
+  return listRows(db, filteredList(`wishes ${status ?? ''}`, { accountId, now: timed ? now : undefined }, (slotted) =>
+    filtered(db, { accountId: slotted.accountId, status, now: slotted.now! })), window)
 }
 
 /**
