@@ -2,14 +2,40 @@ import { type RawBuilder, sql } from 'kysely'
 import type { DatabaseSchema } from './schema.js'
 
 /**
- * One step of a PostgreSQL statement made of data-modifying CTEs: `insert into <table> select … from
- * json_populate_recordset(…)`, typed by the table itself (so rows travel as one JSON parameter, `json`,
- * with no bound-parameter limit), taking effect only if the earlier step `after` produced a row.
- * `columns`: those of every row in `json`.
+ * A step of a PostgreSQL statement made of data-modifying CTEs that inserts rows into `table`, taking
+ * effect only if the earlier step `after` produced a row.
+ *
+ * One row: its values (in the order of `columns`) are one parameter each. In `insert … select $1, $2`
+ * PostgreSQL types each parameter by its target column, so the statement, prepared once, needs no casts
+ * and PostgreSQL parses no JSON: json_populate_recordset's parsing was about a tenth of PostgreSQL's CPU
+ * a payment (docs/performance.md, sixteenth pass).
+ *
+ * Several rows (as many as the account has webhook endpoints, for jobs): one JSON parameter read by
+ * json_populate_recordset, typed by the table itself, so that a statement's text, and the number of
+ * statements each connection prepares, do not grow with the number of rows.
  */
-export function insertJsonAfter(table: keyof DatabaseSchema, columns: readonly string[], json: string, after: string): RawBuilder<unknown> {
+export function insertAfter(table: keyof DatabaseSchema, columns: readonly string[], values: InsertedValues, after: string): RawBuilder<unknown> {
   const list = sql.join(columns.map((column) => sql.ref(column)))
+  const rows = 'row' in values
+    ? sql`select ${sql.join(values.row)}`
+    : sql`select ${list} from json_populate_recordset(null::${sql.table(table)}, ${values.json}::json)`
   return sql`insert into ${sql.table(table)} (${list})
-    select ${list} from json_populate_recordset(null::${sql.table(table)}, ${json}::json)
+    ${rows}
     where exists (select 1 from ${sql.table(after)})`
+}
+
+/** What a step inserts: one row's values, or the JSON array of several rows. */
+export type InsertedValues = { row: readonly unknown[] } | { json: unknown }
+
+/**
+ * How `rows` travel (see insertAfter): their columns, their shape for a template (query-template.ts), their
+ * values in order, and the step's InsertedValues from the slots that stand for those values.
+ */
+export function insertedValues(rows: readonly object[]) {
+  const columns = Object.keys(rows[0]!)
+  if (rows.length > 1) {
+    return { columns, shape: `json(${columns.join()})`, values: [JSON.stringify(rows)], slotted: (slots: readonly unknown[]): InsertedValues => ({ json: slots[0] }) }
+  }
+  const row = rows[0] as Record<string, unknown>
+  return { columns, shape: `row(${columns.join()})`, values: columns.map((column) => row[column]), slotted: (slots: readonly unknown[]): InsertedValues => ({ row: slots }) }
 }

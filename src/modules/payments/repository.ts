@@ -6,7 +6,7 @@ import { compilable, fromTemplate, insertRows } from '../../db/query-template.js
 import { batchedLookup } from '../../db/batched-lookup.js'
 import { countFromCounters, EVENT_COUNTER, foldCounts, PAYMENT_COUNTER, recordChanges } from '../../db/counters.js'
 import { reusableQuery } from '../../db/reusable-query.js'
-import { insertJsonAfter } from '../../db/pg-statement.js'
+import { insertAfter, insertedValues } from '../../db/pg-statement.js'
 import type { DatabaseSchema, EventsTable, PaymentCountChangesTable, PaymentsTable, RefundsTable } from '../../db/schema.js'
 import { inBatches, insertJobs, type JobRow } from '../queue/repository.js'
 import type { IdempotencyRecord } from '../idempotency/repository.js'
@@ -228,29 +228,29 @@ export async function readForPayment(db: Executor, accountId: string, mandateId:
  * key fails the insert with a unique violation (its conflict rule, idempotency/repository.ts), and with
  * it the whole statement. PostgreSQL only (SQLite runs planWriteQueries), so its count changes are
  * change rows, as db/counters.ts recordChanges writes them there. Compiled once per shape (the hold's
- * terms, the rows' columns, jobs or none), so that PostgreSQL can prepare it (db/prepared-statements.ts).
+ * terms, each table's rows and their columns), so that PostgreSQL can prepare it (db/prepared-statements.ts).
  */
 export function writePlanStatement(kysely: Kysely<DatabaseSchema>, plan: PaymentPlan, record: IdempotencyRecord): CompiledQuery<{ saved: number }> {
   const hold = mandates.holdTemplate(kysely, plan.hold)
-  const inserts: Array<[table: keyof DatabaseSchema, rows: object[], after: string]> = [
+  const inserts: Array<[table: keyof DatabaseSchema, rows: readonly object[], after: string]> = [
     ['idempotency_keys', [record], 'held'],
     ['payments', [plan.payment], 'saved'],
     ['payment_count_changes', countsOfNew(plan.payment), 'saved'],
     ['events', plan.events, 'saved'],
     ['event_count_changes', countsOfEvents(plan.events), 'saved'],
-    ...(plan.jobs.length > 0 ? [['jobs', plan.jobs, 'saved'] as [keyof DatabaseSchema, object[], string]] : []),
+    ['jobs', plan.jobs, 'saved'],
   ]
-  const columns = inserts.map(([, rows]) => Object.keys(rows[0]!))
-  const shape = `write plan ${hold.shape} ${inserts.map(([table], i) => `${table}(${columns[i]!.join()})`).join(' ')}`
-  const values = [...hold.values, ...inserts.map(([, rows]) => JSON.stringify(rows))]
+  const steps = inserts.filter(([, rows]) => rows.length > 0).map(([table, rows, after]) => ({ table, after, ...insertedValues(rows) }))
+  const shape = `write plan ${hold.shape} ${steps.map(({ table, shape }) => `${table} ${shape}`).join(' ')}`
+  const values = [...hold.values, ...steps.flatMap((step) => step.values)]
   return fromTemplate(kysely, shape, values, (slots) => {
-    const json = slots.slice(hold.values.length)
-    const [saved, ...rest] = inserts.map(([table, , after], i) => insertJsonAfter(table, columns[i]!, json[i]!, after))
-    const steps = [
+    let next = hold.values.length
+    const [saved, ...rest] = steps.map(({ table, after, columns, values, slotted }) =>
+      insertAfter(table, columns, slotted(slots.slice(next, next += values.length)), after))
+    return compilable(kysely, sql<{ saved: number }>`with ${sql.join([
       sql`held as (${hold.build(slots.slice(0, hold.values.length)).returning('id')})`,
       sql`saved as (${saved} returning 1)`,
-      ...rest.map((step, i) => sql`${sql.id(`${inserts[i + 1]![0]}_written`)} as (${step})`),
-    ]
-    return compilable(kysely, sql<{ saved: number }>`with ${sql.join(steps)} select (select count(*) from saved) as saved`)
+      ...rest.map((step, i) => sql`${sql.id(`${steps[i + 1]!.table}_written`)} as (${step})`),
+    ])} select (select count(*) from saved) as saved`)
   })
 }
