@@ -186,26 +186,39 @@ describe('one rate limit shared by two server processes through Redis', () => {
   })
 
   test(`with REDIS_URL, ${LIMIT * 3} requests at once over both processes in one window: exactly the limit is let through`, async (t) => {
-    const { key, id } = await createKeyWithCli(storeEnv, `shared-burst-${Date.now()}`)
-    // The window is opened by the test, ten minutes long, with one request counted, so the whole burst
-    // falls in it however slowly it is served: the store sets a counter's expiry on its first request
-    // only, and here every request of the servers is a later one.
-    const counter = `${counterPrefix}${id}`
-    assert.equal(await redis!.set(counter, 1, 'PX', 600_000, 'NX'), 'OK')
+    // A request whose Redis command outlives the client's timeout (a busy machine can stall a process for
+    // that long) is let through without a RateLimit header: the limit fails open, by design (the fail-open
+    // test covers it). Such a burst says nothing about the shared count, so it is run again with a new key.
+    for (let attempt = 1; ; attempt++) {
+      const { key, id } = await createKeyWithCli(storeEnv, `shared-burst-${Date.now()}`)
+      // The window is opened by the test, ten minutes long, with one request counted, so the whole burst
+      // falls in it however slowly it is served: the store sets a counter's expiry on its first request
+      // only, and here every request of the servers is a later one.
+      const counter = `${counterPrefix}${id}`
+      assert.equal(await redis!.set(counter, 1, 'PX', 600_000, 'NX'), 'OK')
 
-    const answers = await Promise.all(Array.from({ length: LIMIT * 3 }, (_, i) => get(shared, i % 2, key)))
-    const ok = answers.filter((a) => a.answer.status === 200)
-    const perServer = [0, 1].map((s) => ok.filter((a) => a.server === s).length)
-    t.diagnostic(`200: ${ok.length} (${perServer.join(' + ')}), 429: ${answers.length - ok.length}`)
-    assert.equal(ok.length, LIMIT - 1, `the ${LIMIT - 1} places left in the window, across both processes (${perServer.join(' + ')})`)
-    // One count: every place was given once, whichever process gave it.
-    const left = (a: Answer) => remaining(a, 600)
-    assert.deepEqual(ok.map(left).sort((a, b) => a - b), Array.from({ length: LIMIT - 1 }, (_, i) => i))
-    for (const a of answers) left(a)
+      const answers = await Promise.all(Array.from({ length: LIMIT * 3 }, (_, i) => get(shared, i % 2, key)))
+      const failedOpen = answers.filter((a) => a.answer.status === 200 && header(a.answer, 'ratelimit') === undefined)
+      if (failedOpen.length > 0) {
+        await redis!.del(counter)
+        t.diagnostic(`attempt ${attempt}: ${failedOpen.length} answers let through as the store failed (slow Redis answers)`)
+        assert.ok(attempt < 5, 'the servers reached Redis in time for one burst in five')
+        continue
+      }
+      const ok = answers.filter((a) => a.answer.status === 200)
+      const perServer = [0, 1].map((s) => ok.filter((a) => a.server === s).length)
+      t.diagnostic(`200: ${ok.length} (${perServer.join(' + ')}), 429: ${answers.length - ok.length}`)
+      assert.equal(ok.length, LIMIT - 1, `the ${LIMIT - 1} places left in the window, across both processes (${perServer.join(' + ')})`)
+      // One count: every place was given once, whichever process gave it.
+      const left = (a: Answer) => remaining(a, 600)
+      assert.deepEqual(ok.map(left).sort((a, b) => a - b), Array.from({ length: LIMIT - 1 }, (_, i) => i))
+      for (const a of answers) left(a)
 
-    assert.equal(Number(await redis!.get(counter)), LIMIT * 3 + 1, 'Redis counted every request of both processes')
-    assert.ok(await redis!.pttl(counter) > 1000, 'the servers kept the window the test opened')
-    await redis!.del(counter)
+      assert.equal(Number(await redis!.get(counter)), LIMIT * 3 + 1, 'Redis counted every request of both processes')
+      assert.ok(await redis!.pttl(counter) > 1000, 'the servers kept the window the test opened')
+      await redis!.del(counter)
+      return
+    }
   })
 
   test(`without REDIS_URL each process counts on its own: ${LIMIT} a window per process`, async (t) => {
