@@ -99,3 +99,8 @@ export function startWishpay(env: Record<string, string>, options: { cpuProfileD
 export function startHello(): Promise<RunningProcess> {
   return startProcess(['--import', 'tsx', 'bench/hello-server.ts'], {}, 'hello listening')
 }
+
+/** The hello-world plus the service's read of a payment (bench/lookup-server.ts), on the store of `env`. */
+export function startLookup(env: Record<string, string>): Promise<RunningProcess> {
+  return startProcess(['--import', 'tsx', 'bench/lookup-server.ts'], env, 'lookup listening')
+}

@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util'
 import { paymentFloor } from './floors.js'
 import { openLoop, type OpenLoopResult } from './open-loop.js'
 import { pgbenchFloor, type PgbenchResult, pgbenchVersion } from './pgbench.js'
-import { ROOT, type RunningProcess, startHello, startWishpay } from './processes.js'
+import { ROOT, type RunningProcess, startHello, startLookup, startWishpay } from './processes.js'
 import { scale, type ScaleRow } from './scale.js'
 import { type Driven, drive, PAYMENT_BODY, settle } from './scenarios.js'
 import { seedBasics, seedMandates, seedWishes } from './seed.js'
@@ -203,6 +203,15 @@ async function runStore(store: TestStore): Promise<StoreResult> {
     return floorOf(`hello-world ${request.method ?? 'GET'}`, await drive({ ...hello, ...request }, WRK !== null))
   }
   const helloGet = helloFloor({ path: '/payments/x' })
+  // GET's second floor: the hello-world plus the service's read of the payment (bench/lookup-server.ts).
+  const lookupServer = runs('get')
+    ? await startLookup({ LOOKUP_ACCOUNT_ID: seed.accountId, ...(store.name === 'sqlite' ? { LOOKUP_SQLITE_PATH: store.sqlitePath } : { LOOKUP_DATABASE_URL: store.env.DATABASE_URL! }) })
+    : undefined
+  const lookupGet = async (): Promise<Floor> => {
+    const lookup = { ...base, url: lookupServer!.url, cpuOf: () => lookupServer!.pids() }
+    const label = `hello-world + the same ${store.name === 'sqlite' ? 'SQLite read' : 'batched PostgreSQL read'}`
+    return floorOf(label, await drive({ ...lookup, path: `/payments/${seed.paymentId}` }, false))
+  }
   const helloPost = helloFloor({ path: '/wishes', method: 'POST', body: '{"query":"x"}' })
 
   const main = SCENARIOS.filter((s) => s !== 'scale').some(runs)
@@ -233,8 +242,10 @@ async function runStore(store: TestStore): Promise<StoreResult> {
       if (runs('get')) {
         await settled()
         const floor = await helloGet()
+        const floor2 = await lookupGet()
         const get = await drive({ ...service, path: `/payments/${seed.paymentId}` }, withWrk, settled)
-        rows.push(row('GET /payments/:id', get, server, floor))
+        rows.push(row('GET /payments/:id', get, server, floor, floor2))
+        notes.push(`floor 2 of GET /payments/:id: ${floor2.label} (bench/lookup-server.ts), ${floor2.cpuUsPerRequest ?? 'n/a'} µs of CPU a request; no authentication, hooks, validation, response schema or log line`)
       }
       if (runs('wishes')) {
         await settled()
@@ -281,7 +292,7 @@ async function runStore(store: TestStore): Promise<StoreResult> {
     }
   } finally {
     // Both, even if one fails to stop.
-    await Promise.allSettled([server?.stop(), helloServer?.stop()])
+    await Promise.allSettled([server?.stop(), helloServer?.stop(), lookupServer?.stop()])
   }
 
   let scaleRows: ScaleRow[] | null = null

@@ -1,0 +1,87 @@
+/**
+ * `npx tsx bench/compare-builds.ts [--store sqlite|postgres] [--scenario get|payments] [--rounds N]
+ * [--seconds N] DIR[,NAME=VALUE...] ...`: compiled builds of the server side by side, on one seeded store.
+ * Each DIR is a build's output (a copy of dist/ inside this checkout, such as `cp -r dist dist-before`, so
+ * that it finds node_modules), with environment variables of its own after commas if any. Round after
+ * round, each build is started as the bench starts it (`node <flags> DIR/cli.js serve`), driven by wrk at
+ * 64 connections (3 s of warm-up, then N seconds measured) and stopped, so that the machine's drift falls
+ * on every build alike. Prints, per build, each round's req/s, the server's CPU a request (from /proc)
+ * and wrk's p99, then the median of each.
+ *
+ * On this machine a build's CPU a request moves by ±10-15 % between runs minutes apart (docs/performance.md),
+ * more than most single changes gain: only a difference that holds in most rounds means anything. Needs
+ * wrk; PostgreSQL from BENCH_DATABASE_URL or TEST_DATABASE_URL. Nothing is written.
+ */
+import fs from 'node:fs'
+import path from 'node:path'
+import { parseArgs } from 'node:util'
+import { cpuSeconds } from './proc.js'
+import { ROOT, startProcess } from './processes.js'
+import { PAYMENT_BODY } from './scenarios.js'
+import { seedBasics } from './seed.js'
+import { wrk, wrkVersion } from './wrk.js'
+import { SERVER_NODE_FLAGS } from '../bin/node-flags.js'
+import { migrateToLatest } from '../src/db/migrate.js'
+import { openStore } from '../test/helpers/stores.js'
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    store: { type: 'string', default: 'postgres' },
+    scenario: { type: 'string', default: 'get' },
+    rounds: { type: 'string', default: '5' },
+    seconds: { type: 'string', default: '6' },
+  },
+})
+const store = values.store
+const scenario = values.scenario
+if (store !== 'sqlite' && store !== 'postgres') throw new Error('--store takes sqlite or postgres')
+if (scenario !== 'get' && scenario !== 'payments') throw new Error('--scenario takes get or payments')
+if (positionals.length === 0) throw new Error('name at least one build directory (e.g. `cp -r dist dist-before`)')
+if (await wrkVersion() === null) throw new Error('wrk is not installed (apt-get install wrk)')
+
+const builds = positionals.map((given) => {
+  const [dir, ...assignments] = given.split(',')
+  const cli = path.resolve(ROOT, dir!, 'cli.js')
+  if (!fs.existsSync(cli)) throw new Error(`${cli} does not exist: give a build's output directory`)
+  const env = Object.fromEntries(assignments.map((a) => [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)]))
+  return { name: given, cli, env, runs: [] as Array<{ perSecond: number, cpuUs: number, p99: number }> }
+})
+
+const url = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL
+const opened = store === 'sqlite' ? await openStore('sqlite') : await openStore('postgres', { postgresUrl: url, queryTimeoutMs: 0 })
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+try {
+  await migrateToLatest(opened.db)
+  const seed = await seedBasics(opened)
+  const request = scenario === 'get'
+    ? { path: `/payments/${seed.paymentId}` }
+    : { path: '/payments', method: 'POST' as const, body: PAYMENT_BODY, mandates: [seed.mandateId] }
+  for (let round = 1; round <= Number(values.rounds); round++) {
+    for (const build of builds) {
+      const server = await startProcess([...SERVER_NODE_FLAGS, build.cli, 'serve'], {
+        PORT: '0', NODE_ENV: 'production', RATE_LIMIT_PER_SECOND: '1000000', ...opened.env, ...build.env,
+      }, 'wishpay listening')
+      try {
+        const load = { url: server.url, key: seed.key, connections: 64, warmupSeconds: 0, ...request }
+        await wrk({ ...load, durationSeconds: 3 })
+        const before = cpuSeconds(server.pids())
+        const measured = await wrk({ ...load, durationSeconds: Number(values.seconds) })
+        const cpuUs = ((cpuSeconds(server.pids()) - before) * 1e6) / measured.requests
+        if (measured.errors > 0) process.stderr.write(`${build.name}: ${measured.errors} errors in round ${round}\n`)
+        build.runs.push({ perSecond: Math.round(measured.requestsPerSecond), cpuUs: Math.round(cpuUs * 10) / 10, p99: measured.p99 })
+        process.stderr.write(`round ${round} ${build.name}: ${build.runs.at(-1)!.perSecond} req/s, ${build.runs.at(-1)!.cpuUs} µs, p99 ${measured.p99} ms\n`)
+      } finally {
+        await server.stop()
+      }
+    }
+  }
+} finally {
+  await opened.close()
+}
+
+process.stdout.write(`${store} ${scenario === 'get' ? 'GET /payments/:id' : 'POST /payments'}, wrk -t2 -c64, ${values.seconds} s a round\n`)
+for (const build of builds) {
+  const rounds = build.runs.map((r) => `${r.perSecond} req/s ${r.cpuUs} µs p99 ${r.p99}`).join(' | ')
+  process.stdout.write(`${build.name}: median ${median(build.runs.map((r) => r.perSecond))} req/s, ${median(build.runs.map((r) => r.cpuUs))} µs a request, p99 ${median(build.runs.map((r) => r.p99))} ms  (${rounds})\n`)
+}
