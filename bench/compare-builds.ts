@@ -4,13 +4,15 @@
  * Each DIR is a build's output (a copy of dist/ inside this checkout, such as `cp -r dist dist-before`, so
  * that it finds node_modules), with environment variables of its own after commas if any. Round after
  * round, each build is started as the bench starts it (`node <flags> DIR/cli.js serve`), driven by wrk at
- * 64 connections (3 s of warm-up, then N seconds measured) and stopped, so that the machine's drift falls
- * on every build alike. Prints, per build, each round's req/s, the server's CPU a request (from /proc)
- * and wrk's p99, then the median of each.
+ * 64 connections (3 s of warm-up, then N seconds measured) and stopped; the order of the builds turns by
+ * one each round, so that the machine's drift, and on `payments` the tables' growth, falls on every build
+ * alike. Prints, per build, each round's req/s, the server's CPU a request (from /proc) and wrk's p99,
+ * then the median of each, also when a round fails.
  *
  * On this machine a build's CPU a request moves by ±10-15 % between runs minutes apart (docs/performance.md),
  * more than most single changes gain: only a difference that holds in most rounds means anything. Needs
- * wrk; PostgreSQL from BENCH_DATABASE_URL or TEST_DATABASE_URL. Nothing is written.
+ * wrk; PostgreSQL from BENCH_DATABASE_URL or TEST_DATABASE_URL. The store is a new temporary one, migrated
+ * by this checkout: a build that lacks one of its migrations refuses to start. No results file is written.
  */
 import fs from 'node:fs'
 import path from 'node:path'
@@ -44,13 +46,33 @@ const builds = positionals.map((given) => {
   const [dir, ...assignments] = given.split(',')
   const cli = path.resolve(ROOT, dir!, 'cli.js')
   if (!fs.existsSync(cli)) throw new Error(`${cli} does not exist: give a build's output directory`)
-  const env = Object.fromEntries(assignments.map((a) => [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)]))
+  const env = Object.fromEntries(assignments.map((a) => {
+    const at = a.indexOf('=')
+    if (at < 1) throw new Error(`${given}: give an environment variable as NAME=VALUE, not ${a}`)
+    return [a.slice(0, at), a.slice(at + 1)]
+  }))
   return { name: given, cli, env, runs: [] as Array<{ perSecond: number, cpuUs: number, p99: number }> }
 })
 
 const url = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL
 const opened = store === 'sqlite' ? await openStore('sqlite') : await openStore('postgres', { postgresUrl: url, queryTimeoutMs: 0 })
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+const median = (xs: number[]) => {
+  const sorted = [...xs].sort((a, b) => a - b)
+  const middle = sorted.length / 2
+  return sorted.length % 2 === 1 ? sorted[Math.floor(middle)]! : Math.round(((sorted[middle - 1]! + sorted[middle]!) / 2) * 10) / 10
+}
+
+function printSummary(): void {
+  process.stdout.write(`${store} ${scenario === 'get' ? 'GET /payments/:id' : 'POST /payments'}, wrk -t2 -c64, ${values.seconds} s a round\n`)
+  for (const build of builds) {
+    if (build.runs.length === 0) {
+      process.stdout.write(`${build.name}: no round measured\n`)
+      continue
+    }
+    const rounds = build.runs.map((r) => `${r.perSecond} req/s ${r.cpuUs} µs p99 ${r.p99}`).join(' | ')
+    process.stdout.write(`${build.name}: median ${median(build.runs.map((r) => r.perSecond))} req/s, ${median(build.runs.map((r) => r.cpuUs))} µs a request, p99 ${median(build.runs.map((r) => r.p99))} ms  (${rounds})\n`)
+  }
+}
 try {
   await migrateToLatest(opened.db)
   const seed = await seedBasics(opened)
@@ -58,7 +80,8 @@ try {
     ? { path: `/payments/${seed.paymentId}` }
     : { path: '/payments', method: 'POST' as const, body: PAYMENT_BODY, mandates: [seed.mandateId] }
   for (let round = 1; round <= Number(values.rounds); round++) {
-    for (const build of builds) {
+    const turned = builds.map((_, i) => builds[(i + round - 1) % builds.length]!)
+    for (const build of turned) {
       const server = await startProcess([...SERVER_NODE_FLAGS, build.cli, 'serve'], {
         PORT: '0', NODE_ENV: 'production', RATE_LIMIT_PER_SECOND: '1000000', ...opened.env, ...build.env,
       }, 'wishpay listening')
@@ -77,11 +100,6 @@ try {
     }
   }
 } finally {
+  printSummary()
   await opened.close()
-}
-
-process.stdout.write(`${store} ${scenario === 'get' ? 'GET /payments/:id' : 'POST /payments'}, wrk -t2 -c64, ${values.seconds} s a round\n`)
-for (const build of builds) {
-  const rounds = build.runs.map((r) => `${r.perSecond} req/s ${r.cpuUs} µs p99 ${r.p99}`).join(' | ')
-  process.stdout.write(`${build.name}: median ${median(build.runs.map((r) => r.perSecond))} req/s, ${median(build.runs.map((r) => r.cpuUs))} µs a request, p99 ${median(build.runs.map((r) => r.p99))} ms  (${rounds})\n`)
 }

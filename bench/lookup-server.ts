@@ -1,19 +1,24 @@
 /**
  * The second floor of `GET /payments/:id`: the hello-world (hello-server.ts) plus the one read the service
- * makes for it, and nothing else: no authentication, hooks, validation, response schema or log line. It
- * tells how much of the distance between the service and the hello-world is the database's read and how
- * much is the service's own work per request (docs/performance.md, seventeenth pass).
+ * makes for it, made as the service makes it, and nothing else: no authentication, validation, response
+ * schema, log line or hook but the turn budget. It tells how much of the distance between the service and
+ * the hello-world is the database's read and how much is the service's own work per request
+ * (docs/performance.md, seventeenth pass).
  *
  * The read is the service's: on PostgreSQL (LOOKUP_DATABASE_URL) the payment by account and id through a
  * node-pg pool of the service's size, batched as db/batched-lookup.ts batches it (the keys of the
  * requests of a turn in one named prepared statement, one batch on its way at a time, rows as rows); on
  * SQLite (LOOKUP_SQLITE_PATH) a prepared statement on a read-only connection to the service's file, in
- * one read transaction a turn.
- * LOOKUP_ACCOUNT_ID names the account, as the service takes it from the API key.
+ * one read transaction a turn (db/turn-snapshot.ts). The service's turn budget (http/turn-budget.ts)
+ * starts the requests, since it decides how many keys a turn's query carries. LOOKUP_ACCOUNT_ID names the
+ * account, as the service takes it from the API key. Not copied: the service's int8 parser (`amount`
+ * comes back as text), its per-key retry of a failed batch and its chunks of 64 keys (64 connections
+ * never fill more than one).
  */
 import Database from 'better-sqlite3'
 import Fastify from 'fastify'
 import pg from 'pg'
+import { registerTurnBudget } from '../src/http/turn-budget.js'
 
 const accountId = process.env.LOOKUP_ACCOUNT_ID ?? ''
 const POOL_SIZE = 10
@@ -25,6 +30,8 @@ interface Waiting { id: string, resolve(row: unknown): void, reject(error: unkno
 /** PostgreSQL: what a turn asks goes as one query once the batch before it is answered. */
 function batchedReader(url: string): (id: string) => Promise<unknown> {
   const pool = new pg.Pool({ connectionString: url, max: POOL_SIZE })
+  // An idle client the server dropped is replaced by the pool; without a listener it would end the process.
+  pool.on('error', () => {})
   let waiting: Waiting[] = []
   let scheduled = false
   let inFlight = false
@@ -57,7 +64,7 @@ function batchedReader(url: string): (id: string) => Promise<unknown> {
 
 /**
  * SQLite: a read on a connection of its own, the reads of a turn in one read transaction, as the
- * service's reader does them (db/turn-snapshot.ts): two fcntl() calls a turn instead of a read.
+ * service's reader does them (db/turn-snapshot.ts): two fcntl() calls a turn instead of two a read.
  */
 function sqliteReader(file: string): (id: string) => unknown {
   const connection = new Database(file, { readonly: true })
@@ -79,6 +86,7 @@ const read = process.env.LOOKUP_DATABASE_URL
   : sqliteReader(process.env.LOOKUP_SQLITE_PATH ?? '')
 
 const app = Fastify({ logger: false })
+registerTurnBudget(app)
 app.get<{ Params: { id: string } }>('/payments/:id', async (request, reply) => {
   const row = await read(request.params.id)
   if (row === undefined) return reply.code(404).send({ error: 'not found' })
