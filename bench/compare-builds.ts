@@ -14,15 +14,12 @@
  * wrk; PostgreSQL from BENCH_DATABASE_URL or TEST_DATABASE_URL. The store is a new temporary one, migrated
  * by this checkout: a build that lacks one of its migrations refuses to start. No results file is written.
  */
-import fs from 'node:fs'
-import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { cpuSeconds } from './proc.js'
-import { ROOT, startProcess } from './processes.js'
+import { startWishpay } from './processes.js'
 import { PAYMENT_BODY } from './scenarios.js'
 import { seedBasics } from './seed.js'
 import { wrk, wrkVersion } from './wrk.js'
-import { SERVER_NODE_FLAGS } from '../bin/node-flags.js'
 import { migrateToLatest } from '../src/db/migrate.js'
 import { openStore } from '../test/helpers/stores.js'
 
@@ -44,14 +41,12 @@ if (await wrkVersion() === null) throw new Error('wrk is not installed (apt-get 
 
 const builds = positionals.map((given) => {
   const [dir, ...assignments] = given.split(',')
-  const cli = path.resolve(ROOT, dir!, 'cli.js')
-  if (!fs.existsSync(cli)) throw new Error(`${cli} does not exist: give a build's output directory`)
   const env = Object.fromEntries(assignments.map((a) => {
     const at = a.indexOf('=')
     if (at < 1) throw new Error(`${given}: give an environment variable as NAME=VALUE, not ${a}`)
     return [a.slice(0, at), a.slice(at + 1)]
   }))
-  return { name: given, cli, env, runs: [] as Array<{ perSecond: number, cpuUs: number, p99: number }> }
+  return { name: given, dir: dir!, env, runs: [] as Array<{ perSecond: number, cpuUs: number, p99: number }> }
 })
 
 const url = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL
@@ -82,9 +77,7 @@ try {
   for (let round = 1; round <= Number(values.rounds); round++) {
     const turned = builds.map((_, i) => builds[(i + round - 1) % builds.length]!)
     for (const build of turned) {
-      const server = await startProcess([...SERVER_NODE_FLAGS, build.cli, 'serve'], {
-        PORT: '0', NODE_ENV: 'production', RATE_LIMIT_PER_SECOND: '1000000', ...opened.env, ...build.env,
-      }, 'wishpay listening')
+      const server = await startWishpay({ ...opened.env, ...build.env }, { build: build.dir })
       try {
         const load = { url: server.url, key: seed.key, connections: 64, warmupSeconds: 0, ...request }
         await wrk({ ...load, durationSeconds: 3 })

@@ -198,18 +198,18 @@ async function runStore(store: TestStore): Promise<StoreResult> {
     cpuUsPerRequest: result.autocannon.cpuUsPerRequest,
     wrkRequestsPerSecond: result.wrk?.requestsPerSecond ?? null,
   })
-  const helloFloor = (request: { path: string, method?: 'GET' | 'POST', body?: string }) => async (): Promise<Floor> => {
-    const hello = { ...base, url: helloServer!.url, cpuOf: () => helloServer!.pids() }
-    return floorOf(`hello-world ${request.method ?? 'GET'}`, await drive({ ...hello, ...request }, WRK !== null))
-  }
+  /** A floor server driven with `request`, as the scenarios are. */
+  const driveFloor = (floorServer: RunningProcess, request: { path: string, method?: 'GET' | 'POST', body?: string }, withWrk: boolean) =>
+    drive({ ...base, url: floorServer.url, cpuOf: () => floorServer.pids(), ...request }, withWrk)
+  const helloFloor = (request: { path: string, method?: 'GET' | 'POST', body?: string }) => async (): Promise<Floor> =>
+    floorOf(`hello-world ${request.method ?? 'GET'}`, await driveFloor(helloServer!, request, WRK !== null))
   const helloGet = helloFloor({ path: '/payments/x' })
   // GET's second floor: the hello-world plus the service's read of the payment (bench/lookup-server.ts),
   // started in the try below, so that a failure stops the servers already started.
   let lookupServer: RunningProcess | undefined
   const lookupGet = async (): Promise<Floor> => {
-    const lookup = { ...base, url: lookupServer!.url, cpuOf: () => lookupServer!.pids() }
     const label = `hello-world + the same ${store.name === 'sqlite' ? 'SQLite read' : 'batched PostgreSQL read'}`
-    const result = await drive({ ...lookup, path: `/payments/${seed.paymentId}` }, false)
+    const result = await driveFloor(lookupServer!, { path: `/payments/${seed.paymentId}` }, false)
     // An answer that is not the payment (a 404, a database error) is no floor: say so beside the figure.
     if (result.autocannon.errors > 0) notes.push(`floor 2 of GET /payments/:id answered ${result.autocannon.errors} errors: its figure is not a floor`)
     return floorOf(label, result)
@@ -296,7 +296,7 @@ async function runStore(store: TestStore): Promise<StoreResult> {
       }
     }
   } finally {
-    // Both, even if one fails to stop.
+    // All of them, even if one fails to stop.
     await Promise.allSettled([server?.stop(), helloServer?.stop(), lookupServer?.stop()])
   }
 
