@@ -17,6 +17,7 @@
 import { parseArgs } from 'node:util'
 import { cpuSeconds } from './proc.js'
 import { startWishpay } from './processes.js'
+import { requireBenchPostgresUrl } from './postgres-url.js'
 import { PAYMENT_BODY } from './scenarios.js'
 import { seedBasics } from './seed.js'
 import { wrk, wrkVersion } from './wrk.js'
@@ -49,8 +50,7 @@ const builds = positionals.map((given) => {
   return { name: given, dir: dir!, env, runs: [] as Array<{ perSecond: number, cpuUs: number, p99: number }> }
 })
 
-const url = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL
-const opened = store === 'sqlite' ? await openStore('sqlite') : await openStore('postgres', { postgresUrl: url, queryTimeoutMs: 0 })
+const opened = store === 'sqlite' ? await openStore('sqlite') : await openStore('postgres', { postgresUrl: requireBenchPostgresUrl(), queryTimeoutMs: 0 })
 const median = (xs: number[]) => {
   const sorted = [...xs].sort((a, b) => a - b)
   const middle = sorted.length / 2

@@ -20,10 +20,10 @@ import { migrateToLatest } from '../src/db/migrate.js'
 import { writePlanStatement } from '../src/modules/payments/repository.js'
 import type { PaymentPlan } from '../src/modules/payments/plan.js'
 import { openStore } from '../test/helpers/stores.js'
+import { requireBenchPostgresUrl } from './postgres-url.js'
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '6' }, rounds: { type: 'string', default: '3' } } })
-const url = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL
-if (!url) throw new Error('set BENCH_DATABASE_URL (or TEST_DATABASE_URL) to a PostgreSQL on this machine')
+const url = requireBenchPostgresUrl()
 const STATEMENTS_A_TRANSACTION = 20
 const LOOPS = 2
 

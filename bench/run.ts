@@ -11,6 +11,7 @@ import { paymentFloor } from './floors.js'
 import { openLoop, type OpenLoopResult } from './open-loop.js'
 import { pgbenchFloor, type PgbenchResult, pgbenchVersion } from './pgbench.js'
 import { ROOT, type RunningProcess, startHello, startLookup, startWishpay } from './processes.js'
+import { benchPostgresUrl, requireBenchPostgresUrl } from './postgres-url.js'
 import { scale, type ScaleRow } from './scale.js'
 import { type Driven, drive, PAYMENT_BODY, settle } from './scenarios.js'
 import { seedBasics, seedMandates, seedWishes } from './seed.js'
@@ -348,12 +349,13 @@ function print(store: string, result: StoreResult): void {
   if (result.scaleSkipped) process.stdout.write(`\n${result.scaleSkipped}\n`)
 }
 
-const postgresUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL
-const kinds: ('sqlite' | 'postgres')[] = values.store ? [values.store as 'sqlite' | 'postgres'] : ['sqlite', ...(postgresUrl ? ['postgres' as const] : [])]
+const kinds: ('sqlite' | 'postgres')[] = values.store ? [values.store as 'sqlite' | 'postgres'] : ['sqlite', ...(benchPostgresUrl ? ['postgres' as const] : [])]
 const machine = { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? 'unknown', memoryGb: Math.round(os.totalmem() / 2 ** 30), node: process.version, wrk: WRK, pgbench: PGBENCH }
 for (const kind of kinds) {
   // A fresh store per run, as the tests use; seeding in bulk takes longer than the serving query bound.
-  const store = await openStore(kind, { postgresUrl, queryTimeoutMs: 0 })
+  const store = kind === 'postgres'
+    ? await openStore('postgres', { postgresUrl: requireBenchPostgresUrl(), queryTimeoutMs: 0 })
+    : await openStore('sqlite')
   try {
     await migrateToLatest(store.db)
     const result = await runStore(store)
