@@ -12,6 +12,7 @@ import { openLoop, type OpenLoopResult } from './open-loop.js'
 import { pgbenchFloor, type PgbenchResult, pgbenchVersion } from './pgbench.js'
 import { ROOT, type RunningProcess, startHello, startLookup, startWishpay } from './processes.js'
 import { benchPostgresUrl, requireBenchPostgresUrl } from './postgres-url.js'
+import { describeCommits, scrapeCommits } from './server-commits.js'
 import { scale, type ScaleRow } from './scale.js'
 import { type Driven, drive, PAYMENT_BODY, settle } from './scenarios.js'
 import { seedBasics, seedMandates, seedWishes } from './seed.js'
@@ -231,12 +232,20 @@ async function runStore(store: TestStore): Promise<StoreResult> {
       // Before each run, its floor's included: the server is no longer busy with what the previous run left queued.
       const settled = () => settle(started.url, seed.key, `/payments/${seed.paymentId}`)
       process.stderr.write(`[${store.name}] scenarios…\n`)
+      /** Runs a write scenario and notes the server's shared commits over it. */
+      const withCommits = async <T>(label: string, run: () => Promise<T>): Promise<T> => {
+        const before = await scrapeCommits(started.url)
+        const result = await run()
+        const line = describeCommits(label, before, await scrapeCommits(started.url))
+        if (line) notes.push(line)
+        return result
+      }
       if (paymentFloors) {
-        const pay = await drive({ ...service, path: '/payments', method: 'POST', body: PAYMENT_BODY, mandates: [seed.mandateId] }, withWrk, settled)
+        const pay = await withCommits('POST /payments', () => drive({ ...service, path: '/payments', method: 'POST', body: PAYMENT_BODY, mandates: [seed.mandateId] }, withWrk, settled))
         rows.push(row('POST /payments (new key each)', pay, server, paymentFloors.first, paymentFloors.second))
         const half = Math.max(1, Math.round(pay.autocannon.requestsPerSecond / 2))
         await settled()
-        rows.push(openLoopRow('… same', await openLoop({ ...service, path: '/payments', method: 'POST', body: PAYMENT_BODY, mandates: [seed.mandateId], rate: half }), server))
+        rows.push(openLoopRow('… same', await withCommits('POST /payments, open loop', () => openLoop({ ...service, path: '/payments', method: 'POST', body: PAYMENT_BODY, mandates: [seed.mandateId], rate: half })), server))
       }
       if (runs('replay')) {
         await settled()
@@ -256,11 +265,11 @@ async function runStore(store: TestStore): Promise<StoreResult> {
       if (runs('wishes')) {
         await settled()
         const floor = await helloPost()
-        const wish = await drive({ ...service, path: '/wishes', method: 'POST', body: '{"query":"a bench wish"}' }, withWrk, settled)
+        const wish = await withCommits('POST /wishes', () => drive({ ...service, path: '/wishes', method: 'POST', body: '{"query":"a bench wish"}' }, withWrk, settled))
         rows.push(row('POST /wishes', wish, server, floor))
         const half = Math.max(1, Math.round(wish.autocannon.requestsPerSecond / 2))
         await settled()
-        rows.push(openLoopRow('… same', await openLoop({ ...service, path: '/wishes', method: 'POST', body: '{"query":"a bench wish"}', rate: half }), server))
+        rows.push(openLoopRow('… same', await withCommits('POST /wishes, open loop', () => openLoop({ ...service, path: '/wishes', method: 'POST', body: '{"query":"a bench wish"}', rate: half })), server))
       }
       if (runs('list')) {
         const first = await drive({ ...service, path: '/wishes?status=active&limit=10' }, withWrk, settled)

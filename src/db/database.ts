@@ -10,6 +10,7 @@ import { runTogether } from './pg-script.js'
 import { PreparingClient } from './prepared-statements.js'
 import { ConnectionLock, DurableBatch } from './durable-batch.js'
 import { allowDirectReads, BatchingSqliteDialect, BatchingSqliteDriver } from './sqlite-driver.js'
+import { SharedCommits } from './shared-commits.js'
 import { guardedSqliteKysely } from './transaction-guard.js'
 import { TurnSnapshot } from './turn-snapshot.js'
 
@@ -53,6 +54,8 @@ export interface PostgresHandle {
    * the queries unnamed with their parameters, one round trip each, in one transaction.
    */
   readonly prepares: boolean
+  /** Where statement batches report the transactions they commit (the Database's sharedCommits). */
+  readonly sharedCommits: SharedCommits
 }
 
 export interface Database {
@@ -67,6 +70,8 @@ export interface Database {
   readonly sqlite?: SqliteHandle
   /** Set for PostgreSQL only. */
   readonly postgres?: PostgresHandle
+  /** Each commit that several writes shared, as it happens (db/shared-commits.ts; /metrics listens). */
+  readonly sharedCommits: SharedCommits
   poolStats(): PoolStats
   /** Throws when the database does not answer. */
   ping(): Promise<void>
@@ -172,7 +177,8 @@ function openSqlite(file: string): Database {
   if (file !== ':memory:') configureCheckpoints(connection)
   // The reads of a turn share one read transaction, which each COMMIT ends first (turn-snapshot.ts).
   const snapshotReader = reader && { ...reader, snapshot: new TurnSnapshot(reader.connection) }
-  const batch = new DurableBatch(connection, new ConnectionLock(), MAX_BATCH, () => snapshotReader?.snapshot.end())
+  const sharedCommits = new SharedCommits()
+  const batch = new DurableBatch(connection, new ConnectionLock(), MAX_BATCH, () => snapshotReader?.snapshot.end(), sharedCommits)
   const sqlite: SqliteHandle = { ...writer, batch }
   const driver = new BatchingSqliteDriver(writer, snapshotReader, batch)
   // A query through `kysely` from inside one of its transactions throws rather than hangs (transaction-guard.ts).
@@ -184,6 +190,7 @@ function openSqlite(file: string): Database {
     dialect: 'sqlite',
     singleProcess: true,
     sqlite,
+    sharedCommits,
     // One connection for writes, shared by turns.
     poolStats: () => ({ total: 1, idle: 1, waiting: 0 }),
     ping: async () => { await sql`select 1`.execute(kysely) },
@@ -227,6 +234,7 @@ function openPostgres(url: string, options: DatabaseOptions): Database {
   pool.on('error', () => {})
   pool.on('connect', (client) => { client.on('error', () => {}) })
   const kysely = new Kysely<DatabaseSchema>({ dialect: new OwnSchemaPostgresDialect({ pool }) })
+  const sharedCommits = new SharedCommits()
   return {
     kysely,
     dialect: 'postgres',
@@ -234,7 +242,9 @@ function openPostgres(url: string, options: DatabaseOptions): Database {
     postgres: {
       runTogether: (queries) => runTogether(pool, queries),
       prepares: options.preparedStatements !== false,
+      sharedCommits,
     },
+    sharedCommits,
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     ping: async () => { await sql`select 1`.execute(kysely) },
     close: () => kysely.destroy(),

@@ -1,5 +1,6 @@
 import type SQLite from 'better-sqlite3'
 import { isTransactionFatalSqliteError } from './errors.js'
+import { secondsSince, SharedCommits } from './shared-commits.js'
 
 /**
  * The embedded store's one write path: every write, in a Kysely transaction, a group-commit piece or a
@@ -43,6 +44,8 @@ export interface Batch {
   size: number
   /** Members released into it (work that will be committed). */
   released: number
+  /** performance.now() once its BEGIN IMMEDIATE returned. */
+  readonly begunAt: number
   resolve(): void
   reject(error: unknown): void
 }
@@ -60,7 +63,7 @@ function newBatch(): Batch {
   const durable = new Promise<void>((res, rej) => { resolve = res; reject = rej })
   // Members await it; a batch that fails with no member waiting must not be an unhandled rejection.
   durable.catch(() => {})
-  return { durable, size: 0, released: 0, resolve, reject }
+  return { durable, size: 0, released: 0, begunAt: performance.now(), resolve, reject }
 }
 
 const SAVEPOINT = 'batch_member'
@@ -82,6 +85,8 @@ export class DurableBatch {
     private readonly maxBatch = 64,
     /** Runs before each COMMIT: the reader's snapshot ends there (turn-snapshot.ts). */
     private readonly beforeCommit: () => void = () => {},
+    /** Hears of each COMMIT: its members and the seconds since it began (/metrics). */
+    readonly sharedCommits = new SharedCommits(),
   ) {}
 
   /** The batch writes would join now, if one is open. */
@@ -170,6 +175,7 @@ export class DurableBatch {
     this.commits++
     this.committedMembers += batch.released
     batch.resolve()
+    if (batch.released > 0) this.sharedCommits.report(batch.released, secondsSince(batch.begunAt))
   }
 
   /** Takes the lock, runs work with it (which may wait, holding the lock), and gives it back. */

@@ -1,5 +1,6 @@
 import type { CompiledQuery, QueryResult } from 'kysely'
 import type { PostgresHandle } from './database.js'
+import { secondsSince } from './shared-commits.js'
 
 /** Runs a statement, as its own transaction or in one shared with statements submitted at the same time. */
 export interface StatementBatch {
@@ -56,13 +57,18 @@ export function createStatementBatch(postgres: PostgresHandle, options: Statemen
   let scheduled = false
 
   function runAlone(item: Pending): Promise<void> {
-    return postgres.runTogether(item.statements).then((results) => item.resolve({ rows: results.at(-1)!.rows }), item.reject)
+    const sentAt = performance.now()
+    return postgres.runTogether(item.statements).then((results) => {
+      item.resolve({ rows: results.at(-1)!.rows })
+      postgres.sharedCommits.report(1, secondsSince(sentAt))
+    }, item.reject)
   }
 
   async function runShared(items: Pending[]): Promise<void> {
     // Stable: statements on the same row keep their order of arrival.
     items.sort((a, b) => (a.lockKey < b.lockKey ? -1 : a.lockKey > b.lockKey ? 1 : 0))
     let results: Array<{ rows: unknown[] }>
+    const sentAt = performance.now()
     try {
       results = await postgres.runTogether(items.flatMap((item) => item.statements))
     } catch {
@@ -73,6 +79,7 @@ export function createStatementBatch(postgres: PostgresHandle, options: Statemen
     }
     let end = 0
     for (const item of items) item.resolve({ rows: results[(end += item.statements.length) - 1]!.rows })
+    postgres.sharedCommits.report(items.length, secondsSince(sentAt))
   }
 
   function dispatch(): void {

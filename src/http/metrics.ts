@@ -11,7 +11,13 @@ export interface Metrics {
   registry: Registry
   /** Counts webhook delivery outcomes of this process's job runner. */
   webhookDelivery(outcome: string): void
+  /** Stops listening to the database: the app that registered these metrics calls it on close, whoever made them. */
+  close(): void
 }
+
+/** Writes a shared commit made durable: 1 is a write that committed alone. */
+const COMMIT_WRITES_BUCKETS = [1, 2, 4, 8, 16, 32, 64]
+const COMMIT_SECONDS_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1]
 
 /**
  * Prometheus metrics. Request timings and webhook outcomes are counted in-process (Prometheus sums
@@ -65,7 +71,25 @@ export function createMetrics(deps: { db: Database, clock: Clock }): Metrics {
       this.set({ state: 'waiting' }, pool.waiting)
     },
   })
-  return { registry, webhookDelivery: (outcome) => webhookDeliveries.inc({ outcome }) }
+  // Group commit, observed where it happens (db/shared-commits.ts): how full the shared commits are and
+  // how long each takes, which is most of a write's latency once the writes queue for it.
+  const commitWrites = new Histogram({
+    name: 'wishpay_db_commit_writes',
+    help: 'Writes made durable by one shared commit (group commit)',
+    buckets: COMMIT_WRITES_BUCKETS,
+    registers: [registry],
+  })
+  const commitSeconds = new Histogram({
+    name: 'wishpay_db_commit_seconds',
+    help: 'How long a shared commit took: SQLite from its BEGIN IMMEDIATE to its COMMIT, its writes\' own work included; PostgreSQL from sending the transaction (waiting for a pooled connection included) to its answer',
+    buckets: COMMIT_SECONDS_BUCKETS,
+    registers: [registry],
+  })
+  const stopListening = db.sharedCommits.listen((writes, seconds) => {
+    commitWrites.observe(writes)
+    commitSeconds.observe(seconds)
+  })
+  return { registry, webhookDelivery: (outcome) => webhookDeliveries.inc({ outcome }), close: stopListening }
 }
 
 /**
@@ -85,6 +109,10 @@ function metricsTokenRequired(sent: boolean): AppError {
 
 /** Request-duration histogram on every request, and GET /metrics (open, or behind METRICS_TOKEN). */
 export function registerMetrics(app: FastifyInstance, metrics: Metrics, token: string | undefined): void {
+  app.addHook('onClose', (_instance, done) => {
+    metrics.close()
+    done()
+  })
   const duration = new Histogram({
     name: 'wishpay_http_request_duration_seconds',
     help: 'HTTP request duration by route template, method and status',

@@ -18,7 +18,7 @@ import { storeKinds, type TestStore } from '../helpers/stores.js'
 
 /**
  * GET /metrics (contract section 8): Prometheus text with request latencies by route, method and
- * status, payments by status, the job queue and the database pool; open unless METRICS_TOKEN is set;
+ * status, payments by status, the job queue, the database pool and its shared commits; open unless METRICS_TOKEN is set;
  * webhook delivery outcomes counted by the job runner that shares the app's Metrics.
  */
 
@@ -89,7 +89,8 @@ for (const kind of storeKinds()) {
       const res = await t.inject({ method: 'GET', url: '/metrics' })
       const samples = assertPrometheusText(res)
       for (const name of ['wishpay_http_request_duration_seconds', 'wishpay_payments', 'wishpay_job_queue_depth',
-        'wishpay_job_queue_lag_seconds', 'wishpay_db_pool_connections', 'wishpay_webhook_deliveries_total']) {
+        'wishpay_job_queue_lag_seconds', 'wishpay_db_pool_connections', 'wishpay_webhook_deliveries_total',
+        'wishpay_db_commit_writes', 'wishpay_db_commit_seconds']) {
         assert.match(res.raw, new RegExp(`^# TYPE ${name} `, 'm'), `${name} is exposed`)
       }
       assert.match(res.raw, /^# TYPE wishpay_http_request_duration_seconds histogram$/m)
@@ -126,6 +127,46 @@ for (const kind of storeKinds()) {
       await createSucceededPayment(a, mandate.id, 300, randomUUID())
       const afterwards = valueOf(parseSamples((await t.inject({ method: 'GET', url: '/metrics' })).raw), 'wishpay_payments', { status: 'succeeded' })
       assert.equal(afterwards, before + 1)
+    })
+
+    test('shared commits: every write that shared one is counted once, with the commit\'s time', async () => {
+      const a = await t.account()
+      const mandate = await createMandate(t, a, { usage: 'multi_use', budget_amount: 100_000 })
+      const scrape = async () => parseSamples((await t.inject({ method: 'GET', url: '/metrics' })).raw)
+      const writes = (samples: Sample[], part: 'sum' | 'count') => valueOf(samples, `wishpay_db_commit_writes_${part}`) ?? 0
+      // SQLite commits every write in a durable batch, which counts the members it committed.
+      const committedMembers = () => t.store.db.sqlite?.batch.committedMembers ?? 0
+      const before = await scrape()
+      const membersBefore = committedMembers()
+      const startedAt = performance.now()
+      const paid = await Promise.all(Array.from({ length: 16 }, () => createSucceededPayment(a, mandate.id, 10)))
+      const wallSeconds = (performance.now() - startedAt) / 1000
+      assert.equal(paid.length, 16)
+      const after = await scrape()
+
+      const written = writes(after, 'sum') - writes(before, 'sum')
+      const commits = writes(after, 'count') - writes(before, 'count')
+      // PostgreSQL's statement batches carry the payments (and wishes) only; SQLite's batches every write.
+      if (kind.name === 'postgres') assert.equal(written, 16, 'each payment counted once')
+      else assert.equal(written, committedMembers() - membersBefore, 'each committed write counted once')
+      assert.ok(commits >= 1 && commits <= written, `${commits} commits for ${written} writes`)
+      assert.equal(valueOf(after, 'wishpay_db_commit_writes_bucket', { le: '+Inf' }), writes(after, 'count'))
+      assert.equal(valueOf(after, 'wishpay_db_commit_seconds_count'), writes(after, 'count'), 'one time a commit')
+      // In seconds: each commit of the payments lasted less than all of them together.
+      const seconds = (valueOf(after, 'wishpay_db_commit_seconds_sum') ?? 0) - (valueOf(before, 'wishpay_db_commit_seconds_sum') ?? 0)
+      assert.ok(seconds > 0 && seconds <= commits * wallSeconds, `${seconds} s over ${commits} commits in ${wallSeconds} s`)
+
+      // A write on its own is a commit of one.
+      const membersThen = committedMembers()
+      await createSucceededPayment(a, mandate.id, 10)
+      const alone = await scrape()
+      if (kind.name === 'postgres') {
+        assert.equal(writes(alone, 'sum') - writes(after, 'sum'), 1)
+        assert.equal(writes(alone, 'count') - writes(after, 'count'), 1)
+      } else {
+        assert.equal(writes(alone, 'sum') - writes(after, 'sum'), committedMembers() - membersThen)
+        assert.ok(writes(alone, 'count') > writes(after, 'count'))
+      }
     })
 
     test('/metrics ignores a bearer header when no METRICS_TOKEN is set', async () => {
@@ -254,6 +295,8 @@ describe('createMetrics on its own', () => {
       // Two Metrics never share a registry (one per app, so tests and processes do not mix counts).
       const other = createMetrics({ db: store.db, clock: new TestClock() })
       assert.equal(valueOf(parseSamples(await other.registry.metrics()), 'wishpay_webhook_deliveries_total', { outcome: 'delivered' }), undefined)
+      metrics.close()
+      other.close()
     } finally {
       await store.close()
     }

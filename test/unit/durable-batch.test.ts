@@ -44,11 +44,16 @@ describe('durable batch (SQLite)', () => {
   test('concurrent transactions share COMMITs, and each resolves only once its row is durable', async () => {
     const before = commits()
     const ids = Array.from({ length: 40 }, (_, i) => `t-${String(i).padStart(2, '0')}`)
-    const visibleOnResolve = await Promise.all(ids.map(insertInTransaction))
+    const reported: number[] = []
+    const stop = db.sharedCommits.listen((writes) => reported.push(writes))
+    const visibleOnResolve = await Promise.all(ids.map(insertInTransaction)).finally(stop)
     assert.deepEqual(visibleOnResolve, ids.map(() => true), 'every caller resolved after the COMMIT that holds its row')
     const used = commits() - before
     assert.ok(used >= 1 && used < ids.length, `${ids.length} transactions took ${used} COMMITs`)
     assert.deepEqual(committed(), ids)
+    // Each COMMIT reported once (db/shared-commits.ts), with the transactions it made durable.
+    assert.equal(reported.length, used)
+    assert.equal(reported.reduce((sum, n) => sum + n, 0), ids.length)
   })
 
   test('a member that throws rolls back alone; the rest of its batch commits', async () => {

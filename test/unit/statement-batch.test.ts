@@ -59,12 +59,31 @@ describe('statement batch (postgres)', { skip: !pgUrl && 'PostgreSQL only (TEST_
     assert.equal(new Set(results.map((r) => (r.rows[0] as { tx: string }).tx)).size, 1)
   })
 
+  /** The shared commits the store reports while `work` runs (db/shared-commits.ts). */
+  const reportedDuring = async (work: () => Promise<unknown>) => {
+    const reports: Array<{ writes: number, seconds: number }> = []
+    const stop = store.db.sharedCommits.listen((writes, seconds) => reports.push({ writes, seconds }))
+    const startedAt = performance.now()
+    try {
+      await work()
+    } finally {
+      stop()
+    }
+    return { reports, wallSeconds: (performance.now() - startedAt) / 1000 }
+  }
+
   test('a batch is at most maxBatch statements, and what waits while one is in flight forms the next', async () => {
     const batch = batchOf({ maxBatch: 8, maxInFlight: 1 })
-    const results = await Promise.all(Array.from({ length: 30 }, () => batch.run(q(txid()), 'k')))
+    let results: Array<{ rows: Array<{ tx: string }> }> = []
+    const { reports, wallSeconds } = await reportedDuring(async () => {
+      results = await Promise.all(Array.from({ length: 30 }, () => batch.run(q(txid()), 'k')))
+    })
     const sizes = new Map<string, number>()
     for (const r of results) sizes.set(r.rows[0]!.tx, (sizes.get(r.rows[0]!.tx) ?? 0) + 1)
     assert.deepEqual([...sizes.values()].sort((a, b) => a - b), [6, 8, 8, 8])
+    // Each transaction reported once, with its statements, in seconds.
+    assert.deepEqual(reports.map((r) => r.writes).sort((a, b) => a - b), [6, 8, 8, 8])
+    for (const { seconds } of reports) assert.ok(seconds > 0 && seconds <= wallSeconds, `${seconds} s of ${wallSeconds}`)
   })
 
   test('by default one transaction is in flight: statements of the turns while it runs form the next one', async () => {
@@ -90,8 +109,13 @@ describe('statement batch (postgres)', { skip: !pgUrl && 'PostgreSQL only (TEST_
     const batch = batchOf()
     await sql`insert into notes (id) values ('taken')`.execute(kysely())
     const ids = ['a', 'b', 'taken', 'c', 'd']
-    const outcomes = await Promise.allSettled(ids.map((id) => batch.run(q(sql`insert into notes (id) values (${id}) returning id`), id)))
+    let outcomes: Array<PromiseSettledResult<unknown>> = []
+    const { reports } = await reportedDuring(async () => {
+      outcomes = await Promise.allSettled(ids.map((id) => batch.run(q(sql`insert into notes (id) values (${id}) returning id`), id)))
+    })
     assert.deepEqual(outcomes.map((o) => o.status), ['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled'])
+    // The shared transaction rolled back (not a commit); the four that ran again alone each committed one.
+    assert.deepEqual(reports.map((r) => r.writes), [1, 1, 1, 1])
     assert.match(String((outcomes[2] as PromiseRejectedResult).reason), /duplicate key/)
     const rows = await sql<{ id: string }>`select id from notes order by id`.execute(kysely())
     assert.deepEqual(rows.rows.map((r) => r.id), ['a', 'b', 'c', 'd', 'taken'])
