@@ -88,10 +88,11 @@ async function adminQuery(url: string, text: string): Promise<void> {
 
 async function openPostgresStore(url: string, options: OpenStoreOptions): Promise<PostgresTestStore> {
   const schema = `wishpay_test_${randomBase62(10).toLowerCase()}`
-  await adminQuery(url, `create schema "${schema}"`)
-  // Child processes select the schema through the connection's search_path.
+  // Child processes select the schema through the connection's search_path. Parsed before the schema is
+  // made, so that a URL node cannot parse leaves no empty schema behind.
   const withSchema = new URL(url)
   withSchema.searchParams.set('options', `-c search_path=${schema}`)
+  await adminQuery(url, `create schema "${schema}"`)
   const db = lazyDatabase(() => openDatabase({
     databaseUrl: url,
     postgresSchema: schema,
