@@ -278,6 +278,29 @@ describe('webhook delivery outcomes in /metrics (sqlite)', () => {
   })
 })
 
+describe('the app\'s metrics stop listening to the database when the app closes (sqlite)', () => {
+  test('a write after app.close() is not counted', async () => {
+    const store = await storeKinds()[0]!.open()
+    try {
+      await migrateToLatest(store.db)
+      const clock = new TestClock()
+      const config = loadConfig({ RATE_LIMIT_PER_SECOND: '1000000' })
+      const metrics = createMetrics({ db: store.db, clock })
+      const app = await buildApp({ config, db: store.db, clock, metrics })
+      const services = createServices({ config, db: store.db, clock })
+      const commits = async () => valueOf(parseSamples(await metrics.registry.metrics()), 'wishpay_db_commit_writes_count') ?? 0
+      await services.accounts.createKey(`metrics-${randomBase62(8)}`, 'write')
+      const whileOpen = await commits()
+      assert.ok(whileOpen > 0, 'a write while the app is open is counted')
+      await app.close()
+      await services.accounts.createKey(`metrics-${randomBase62(8)}`, 'write')
+      assert.equal(await commits(), whileOpen)
+    } finally {
+      await store.close()
+    }
+  })
+})
+
 describe('createMetrics on its own', () => {
   test('webhookDelivery(outcome) increments wishpay_webhook_deliveries_total{outcome}', async () => {
     const kind = storeKinds()[0]!
