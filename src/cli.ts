@@ -1,3 +1,5 @@
+// First, before anything else runs: keeps nextTick's shapes alive (lib/next-tick-shape.ts).
+import './lib/next-tick-shape.js'
 import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig, multiProcessProblem, type Config } from './config.js'
 import { openConfiguredDatabase } from './db/database.js'
