@@ -25,7 +25,10 @@ const nextUlid = monotonicFactory(pooledRandom)
 export type IdPrefix = 'acct' | 'key' | 'wish' | 'mdt' | 'pay' | 're' | 'evt' | 'we' | 'req' | 'job' | 'wha' | 'agt' | 'tk' | 'vt'
 
 export function newId(prefix: IdPrefix, at: Date = new Date()): string {
-  return `${prefix}_${nextUlid(at.getTime()).toLowerCase()}`
+  // Lowercased whole (the prefixes are lowercase already): toLowerCase returns a flat string, where
+  // `${prefix}_${…}` would be a rope that V8's runtime flattens again where node checks a header's value
+  // (docs/performance.md, twentieth pass).
+  return `${prefix}_${nextUlid(at.getTime())}`.toLowerCase()
 }
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'

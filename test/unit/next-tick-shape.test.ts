@@ -45,7 +45,7 @@ function literalSlotStates(keep: boolean): Promise<string[]> {
     const flags = ['--import', 'tsx', '--expose-gc', '--allow-natives-syntax', '--no-flush-bytecode', '--input-type=module', '-e', script]
     const child = spawn(process.execPath, flags, { stdio: ['ignore', out, 'pipe'] })
     let stderr = ''
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
     child.on('error', reject)
     child.on('close', (code) => {
       if (code !== 0) return reject(new Error(`child exited ${code}: ${stderr}`))
