@@ -10,7 +10,7 @@ import { executionAsyncResource } from 'node:async_hooks'
  * and a full GC collects those maps. The next entry, made by the first request, finds the caches cleared,
  * and they turn megamorphic for good. From then on V8's runtime adds every entry's last properties
  * (`DefineKeyedOwnPropertyInLiteral`), about 0.5 µs a call instead of 0.1. A request makes about nine
- * calls, so that is 3-5 µs of every request (docs/performance.md, twentieth pass). One live entry keeps
+ * calls, so that is 3-4 µs of every request (docs/performance.md, twentieth pass). One live entry keeps
  * the maps, so the caches stay monomorphic. `executionAsyncResource()` inside a tick is that tick's entry.
  * The service sets the flag that call sets anyway: AsyncLocalStorage (db/transaction-guard.ts) calls
  * it too.
