@@ -30,9 +30,9 @@ let lookups = 0
  * test/unit/batched-lookup.test.ts holds the lookups of this codebase to that.
  *
  * At most one batch of a lookup is on its way to a database at a time: the lookups submitted while it is
- * go together as the next one, once it is answered. A server started at most 8 requests a turn
- * (http/turn-budget.ts), so a batch a turn held 8 keys at most, while an answer takes a few turns to come
- * back under load; each query costs node-pg, the loopback socket and PostgreSQL about the same whatever
+ * go together as the next one, once it is answered. A server starts at most 16 reads a turn
+ * (http/turn-budget.ts), so a batch a turn holds 16 keys at most, while an answer takes a few turns to
+ * come back under load; each query costs node-pg, the loopback socket and PostgreSQL about the same whatever
  * its number of keys (docs/performance.md, ninth pass). A lookup never waits for more than the answer
  * already on its way, and runs after it was submitted, so it sees every commit made before then.
  *

@@ -1,31 +1,45 @@
 import type { FastifyInstance, onRequestHookHandler } from 'fastify'
 
 /**
- * Requests started per turn of the event loop; the rest wait, in order, for the next turns. libuv
- * accepts one connection a turn (libuv#3696), and a turn that starts every request its sockets
- * delivered lasts as long as all of them: with 64 connections busy, 64 new ones took a third of a second
- * to a second to be accepted, which was the tail a load generator opening its connections measured
- * (docs/performance.md, issue 17). Small turns keep accepting; a turn costs one poll, about a
- * microsecond a request at this size.
+ * What a turn of the event loop may start; the rest waits, in order, for the next turns. libuv accepts
+ * one connection a turn (libuv#3696), and a turn that starts every request its sockets delivered lasts
+ * as long as all of them: with 64 connections busy, 64 new ones took a third of a second to a second to
+ * be accepted, which was the tail a load generator opening its connections measured
+ * (docs/performance.md, issue 17). Small turns keep accepting; a turn costs one poll and its per-turn
+ * work (the read snapshot, the log write), spread over the requests it starts.
+ *
+ * A read costs one unit and any other request two, so a turn starts 16 reads or 8 writes: a write costs
+ * several reads' CPU and joins a durable batch, and 16 writes a turn left the tail (third pass), while 16
+ * reads a turn cost 8-12 % less CPU a GET than 8 on both stores (twenty-first pass).
  */
-export const REQUESTS_PER_TURN = 8
+export const TURN_BUDGET = 16
+export const WRITE_COST = 2
 
-/** Admits requests in arrival order, at most `perTurn` a turn of the event loop. */
-export function turnBudget(perTurn = REQUESTS_PER_TURN): (admit: () => void) => void {
-  let started = 0
+/** What a request costs of a turn's budget: reads (GET, HEAD) one unit, anything else WRITE_COST. */
+export function requestCost(method: string): number {
+  return method === 'GET' || method === 'HEAD' ? 1 : WRITE_COST
+}
+
+/**
+ * Admits requests in arrival order while the turn's budget lasts; a request is started if anything is
+ * left of it, so the last one of a turn may overdraw it by a unit.
+ */
+export function turnBudget(budget = TURN_BUDGET): (admit: () => void, cost?: number) => void {
+  let spent = 0
   let turnScheduled = false
   const waiting: Array<() => void> = []
+  const waitingCosts: number[] = []
 
   // Runs in the check phase, after the poll phase that read the sockets: a new budget, spent first on
   // the requests that waited.
   const nextTurn = (): void => {
     turnScheduled = false
-    started = 0
-    while (started < perTurn && waiting.length > 0) {
-      started++
+    spent = 0
+    while (spent < budget && waiting.length > 0) {
+      spent += waitingCosts.shift()!
       waiting.shift()!()
     }
-    if (started > 0) scheduleTurn()
+    if (spent > 0) scheduleTurn()
   }
   const scheduleTurn = (): void => {
     if (turnScheduled) return
@@ -33,20 +47,21 @@ export function turnBudget(perTurn = REQUESTS_PER_TURN): (admit: () => void) => 
     setImmediate(nextTurn)
   }
 
-  return (admit) => {
+  return (admit, cost = 1) => {
     scheduleTurn()
-    if (started < perTurn && waiting.length === 0) {
-      started++
+    if (spent < budget && waiting.length === 0) {
+      spent += cost
       admit()
     } else {
       waiting.push(admit)
+      waitingCosts.push(cost)
     }
   }
 }
 
 /** The budget as an onRequest hook: app.ts adds it before authentication, validation and the route's work. */
-export function registerTurnBudget(app: FastifyInstance, perTurn = REQUESTS_PER_TURN): void {
-  const admit = turnBudget(perTurn)
-  const hook: onRequestHookHandler = (_request, _reply, done) => { admit(done) }
+export function registerTurnBudget(app: FastifyInstance, budget = TURN_BUDGET): void {
+  const admit = turnBudget(budget)
+  const hook: onRequestHookHandler = (request, _reply, done) => { admit(done, requestCost(request.method)) }
   app.addHook('onRequest', hook)
 }

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import net from 'node:net'
 import { describe, test } from 'node:test'
 import Fastify from 'fastify'
-import { registerTurnBudget, turnBudget } from '../../src/http/turn-budget.js'
+import { registerTurnBudget, requestCost, turnBudget, WRITE_COST } from '../../src/http/turn-budget.js'
 
 const nextTurn = () => new Promise<void>((resolve) => { setImmediate(resolve) })
 
@@ -29,6 +29,50 @@ describe('turn budget', () => {
     await nextTurn()
     await nextTurn()
     assert.deepEqual(order, ['a', 'b', 'c', 'd', 'e'])
+  })
+
+  test('a write costs two units of the budget, a read one; the turn that overdraws is the last to start', async () => {
+    const admit = turnBudget(4)
+    const started: string[][] = [[]]
+    for (const [id, cost] of [['r1', 1], ['w1', 2], ['w2', 2], ['r2', 1], ['w3', 2], ['w4', 2], ['w5', 2]] as const) {
+      admit(() => started.at(-1)!.push(id), cost)
+    }
+    for (let turn = 0; turn < 4; turn++) {
+      started.push([])
+      await nextTurn()
+    }
+    assert.deepEqual(started.filter((turn) => turn.length > 0), [['r1', 'w1', 'w2'], ['r2', 'w3', 'w4'], ['w5']])
+  })
+
+  test('reads (GET, HEAD) cost one unit, every other method two', () => {
+    assert.equal(requestCost('GET'), 1)
+    assert.equal(requestCost('HEAD'), 1)
+    for (const method of ['POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']) assert.equal(requestCost(method), WRITE_COST)
+    assert.equal(WRITE_COST, 2)
+  })
+
+  test('the hook starts twice as many reads a turn as writes', async () => {
+    const app = Fastify()
+    registerTurnBudget(app, 4)
+    let turn = 0
+    let ticking = true
+    const tick = () => { turn++; if (ticking) setImmediate(tick) }
+    const startedIn: Record<string, number[]> = { GET: [], POST: [] }
+    app.route({ method: ['GET', 'POST'], url: '/', handler: async (request) => { startedIn[request.method]!.push(turn); return {} } })
+    await app.ready()
+    try {
+      for (const method of ['GET', 'POST'] as const) {
+        setImmediate(tick)
+        ticking = true
+        await Promise.all(Array.from({ length: 8 }, () => app.inject({ method, url: '/', payload: method === 'POST' ? {} : undefined })))
+        ticking = false
+      }
+      const perTurn = (turns: number[]) => [...turns.reduce((counts, t) => counts.set(t, (counts.get(t) ?? 0) + 1), new Map<number, number>()).values()]
+      assert.deepEqual(perTurn(startedIn.GET!), [4, 4])
+      assert.deepEqual(perTurn(startedIn.POST!), [2, 2, 2, 2])
+    } finally {
+      await app.close()
+    }
   })
 
   test('a server accepts new connections while a burst of requests is being worked through', async () => {
