@@ -141,4 +141,36 @@ describe('batched lookups (postgres)', { skip: !pgUrl && 'PostgreSQL only (TEST_
     // The first batch, then one for the five keys of the later turns (one a turn would have been six).
     assert.equal(await runs() - before, 2)
   })
+
+  test('a payment and a mandate are found by their primary key, even by a plan made while the table was small', async () => {
+    // PostgreSQL prepares each batched lookup once a connection and may keep a generic plan for it. A
+    // plan made while a table holds a few rows, as when a server starts on a new database, costed the
+    // account's (account_id, …, id) indexes like the primary key, and one kept on a table that then grew
+    // without an ANALYZE walked every entry of the account for each key: a GET /payments/:id went from
+    // 15,000 to 600 a second after 26,000 payments (docs/performance.md, twenty-first pass).
+    const plans = await one.kysely.connection().execute(async (connection) => {
+      await sql`set plan_cache_mode = force_generic_plan`.execute(connection)
+      try {
+        await payments.findPayment(connection, seeded.accounts[0]!, seeded.payments[0]!)
+        await payments.readForPayment(connection, seeded.accounts[0]!, seeded.mandates[0]!)
+        const { rows } = await sql<{ name: string, statement: string }>`select name, statement from pg_prepared_statements
+          where statement like '%json_to_recordset%' and (statement like '%from payments%' or statement like '%from mandates%')`.execute(connection)
+        assert.equal(rows.length, 2)
+        const explained: Record<string, string> = {}
+        for (const { name, statement } of rows) {
+          const table = statement.includes('from payments') ? 'payments' : 'mandates'
+          const keys = JSON.stringify([{ i: 0, account_id: seeded.accounts[0], id: seeded.payments[0], mandate_id: seeded.mandates[0] }])
+          const plan = await sql<{ 'QUERY PLAN': string }>`explain (costs off) execute ${sql.id(name)}(${sql.lit(keys)})`.execute(connection)
+          explained[table] = plan.rows.map((row) => row['QUERY PLAN']).join('\n')
+        }
+        return explained
+      } finally {
+        await sql`reset plan_cache_mode`.execute(connection)
+      }
+    })
+    for (const table of ['payments', 'mandates']) {
+      assert.match(plans[table]!, new RegExp(`Index Scan using ${table}_pkey on ${table}`), plans[table])
+      assert.doesNotMatch(plans[table]!, new RegExp(`${table}_account_`), plans[table])
+    }
+  })
 })

@@ -33,10 +33,15 @@ export async function insertPaymentWrites(db: Executor, rows: { payment?: Paymen
 }
 
 // GET /payments/:id runs these on every request.
+// The batched form finds the payment by its primary key alone and checks the account outside the LIMITed
+// subquery (PostgreSQL does not push a condition into one): given both, a plan made while the table was
+// small costed the account's (account_id, …, id) indexes like the key, and kept as the table grew, walked
+// every payment of the account for each key (docs/performance.md, twenty-first pass). Same for the mandate below.
 const paymentOfAccount = batchedLookup<PaymentRow, [string, string]>(['account_id', 'id'],
   (db, accountId, id) => db.selectFrom('payments').selectAll().where('account_id', '=', accountId).where('id', '=', id),
   (keys) => sql<PaymentRow & { i: number }>`select q.i, p.* from json_to_recordset(${keys}::json) as q(i int, account_id text, id text)
-    cross join lateral (select * from payments where payments.account_id = q.account_id and payments.id = q.id limit 1) p`)
+    cross join lateral (select * from payments where payments.id = q.id limit 1) p
+    where p.account_id = q.account_id`)
 const paymentOfAgent = reusableQuery<PaymentRow, [string, string, string]>((db, accountId, id, agentId) =>
   db.selectFrom('payments').selectAll().where('account_id', '=', accountId).where('id', '=', id).where('mandate_id', 'in', mandatesOfAgent(db, agentId)))
 const paymentById = reusableQuery<PaymentRow, [string]>((db, id) => db.selectFrom('payments').selectAll().where('id', '=', id))
@@ -213,7 +218,7 @@ const mandateAndEndpoints = batchedLookup<MandateAndEndpoints, [string, string]>
       .as('endpoints'),
   ]),
   (keys) => sql<MandateAndEndpoints & { i: number }>`select q.i,
-    (select row_to_json(mandates) from mandates where mandates.account_id = q.account_id and mandates.id = q.mandate_id) as mandate,
+    (select row_to_json(m) from (select * from mandates where mandates.id = q.mandate_id limit 1) m where m.account_id = q.account_id) as mandate,
     (select ${enabledEndpointsJson} from webhook_endpoints where webhook_endpoints.account_id = q.account_id and webhook_endpoints.status = 'enabled') as endpoints
     from json_to_recordset(${keys}::json) as q(i int, account_id text, mandate_id text)`)
 
