@@ -9,6 +9,7 @@ import * as idempotency from '../../src/modules/idempotency/repository.js'
 import * as payments from '../../src/modules/payments/repository.js'
 import * as webhooks from '../../src/modules/webhooks/repository.js'
 import { createServices } from '../../src/services.js'
+import { genericPlan } from '../helpers/plans.js'
 import { openStore, type PostgresTestStore } from '../helpers/stores.js'
 
 /**
@@ -149,24 +150,15 @@ describe('batched lookups (postgres)', { skip: !pgUrl && 'PostgreSQL only (TEST_
     // without an ANALYZE walked every entry of the account for each key: a GET /payments/:id went from
     // 15,000 to 600 a second after 26,000 payments (docs/performance.md, twenty-first pass).
     const plans = await one.kysely.connection().execute(async (connection) => {
-      await sql`set plan_cache_mode = force_generic_plan`.execute(connection)
-      try {
-        await payments.findPayment(connection, seeded.accounts[0]!, seeded.payments[0]!)
-        await payments.readForPayment(connection, seeded.accounts[0]!, seeded.mandates[0]!)
-        const { rows } = await sql<{ name: string, statement: string }>`select name, statement from pg_prepared_statements
-          where statement like '%json_to_recordset%' and (statement like '%from payments%' or statement like '%from mandates%')`.execute(connection)
-        assert.equal(rows.length, 2)
-        const explained: Record<string, string> = {}
-        for (const { name, statement } of rows) {
-          const table = statement.includes('from payments') ? 'payments' : 'mandates'
-          const keys = JSON.stringify([{ i: 0, account_id: seeded.accounts[0], id: seeded.payments[0], mandate_id: seeded.mandates[0] }])
-          const plan = await sql<{ 'QUERY PLAN': string }>`explain (costs off) execute ${sql.id(name)}(${sql.lit(keys)})`.execute(connection)
-          explained[table] = plan.rows.map((row) => row['QUERY PLAN']).join('\n')
-        }
-        return explained
-      } finally {
-        await sql`reset plan_cache_mode`.execute(connection)
-      }
+      await payments.findPayment(connection, seeded.accounts[0]!, seeded.payments[0]!)
+      await payments.readForPayment(connection, seeded.accounts[0]!, seeded.mandates[0]!)
+      const { rows } = await sql<{ name: string, statement: string }>`select name, statement from pg_prepared_statements
+        where statement like '%json_to_recordset%' and (statement like '%from payments%' or statement like '%from mandates%')`.execute(connection)
+      assert.equal(rows.length, 2)
+      const keys = JSON.stringify([{ i: 0, account_id: seeded.accounts[0], id: seeded.payments[0], mandate_id: seeded.mandates[0] }])
+      const explained: Record<string, string> = {}
+      for (const { name, statement } of rows) explained[statement.includes('from payments') ? 'payments' : 'mandates'] = await genericPlan(connection, name, [keys])
+      return explained
     })
     for (const table of ['payments', 'mandates']) {
       assert.match(plans[table]!, new RegExp(`Index Scan using ${table}_pkey on ${table}`), plans[table])

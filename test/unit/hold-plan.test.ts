@@ -7,6 +7,7 @@ import { loadConfig } from '../../src/config.js'
 import { systemClock } from '../../src/lib/clock.js'
 import { holdStatement } from '../../src/modules/mandates/repository.js'
 import { createServices } from '../../src/services.js'
+import { genericPlan } from '../helpers/plans.js'
 import { openStore, type PostgresTestStore } from '../helpers/stores.js'
 
 /**
@@ -45,15 +46,11 @@ describe('the mandate hold\'s plan (postgres)', { skip: !pgUrl && 'PostgreSQL on
     const now = new Date().toISOString()
     const query = holdStatement(one.kysely, { accountId, mandateId, amount: 100, currency: 'USD', now })
     const plan = await one.kysely.connection().execute(async (connection) => {
-      await sql`set plan_cache_mode = force_generic_plan`.execute(connection)
+      await sql`prepare hold_plan as ${sql.raw(query.sql)}`.execute(connection)
       try {
-        await sql`prepare hold_plan as ${sql.raw(query.sql)}`.execute(connection)
-        const args = sql.join(query.parameters.map((value) => sql.lit(value)))
-        const { rows } = await sql<{ 'QUERY PLAN': string }>`explain (costs off) execute hold_plan(${args})`.execute(connection)
-        return rows.map((row) => row['QUERY PLAN']).join('\n')
+        return await genericPlan(connection, 'hold_plan', query.parameters)
       } finally {
         await sql`deallocate hold_plan`.execute(connection)
-        await sql`reset plan_cache_mode`.execute(connection)
       }
     })
     assert.match(plan, /Index Scan using mandates_pkey on mandates/, plan)
