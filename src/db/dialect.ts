@@ -39,3 +39,14 @@ export function byStore<T>(db: Pick<Database, 'sqlite'>, variants: { postgres: (
 export function rowToJson<T>(table: string): RawBuilder<T> {
   return sql<T>`row_to_json(${sql.table(table)})`
 }
+
+/**
+ * A column that a row found by its primary key is only checked against, never found by: `column || ''`
+ * is an expression no index serves, so PostgreSQL finds the row by its key whatever its statistics say.
+ * Given `account_id = … and id = …`, a generic plan made while a table was small used an index led by
+ * account_id as readily as the key, and, kept as the table grew, walked every row of the account for
+ * each lookup (docs/performance.md, twenty-first and twenty-second passes). PostgreSQL has no index hints.
+ */
+export function checkedOnly(column: string): RawBuilder<string> {
+  return sql<string>`${sql.ref(column)} || ''`
+}

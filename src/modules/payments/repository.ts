@@ -1,6 +1,6 @@
 import { type CompiledQuery, type Insertable, type Kysely, sql } from 'kysely'
 import type { Database, Executor } from '../../db/database.js'
-import { forUpdate, rowToJson } from '../../db/dialect.js'
+import { checkedOnly, forUpdate, rowToJson } from '../../db/dialect.js'
 import { countRows, filteredList, type ListQuery, listRows } from '../../db/paging.js'
 import { compilable, fromTemplate, insertRows } from '../../db/query-template.js'
 import { batchedLookup } from '../../db/batched-lookup.js'
@@ -32,18 +32,22 @@ export async function insertPaymentWrites(db: Executor, rows: { payment?: Paymen
   await insertJobs(db, rows.jobs)
 }
 
-// GET /payments/:id runs these on every request.
-// The batched form finds the payment by its primary key alone and checks the account outside the LIMITed
-// subquery (PostgreSQL does not push a condition into one): given both, a plan made while the table was
-// small costed the account's (account_id, …, id) indexes like the key, and kept as the table grew, walked
-// every payment of the account for each key (docs/performance.md, twenty-first pass). Same for the mandate below.
+// GET /payments/:id runs these on every request. Each finds the payment by its primary key alone and only
+// checks its account (and its mandate's agent): given both, a plan made while the table was small costed
+// the account's (account_id, …, id) indexes like the key, and, kept as the table grew, walked every payment
+// of the account for each key (docs/performance.md, twenty-first pass). The batched form checks the
+// account outside its LIMITed subquery (PostgreSQL does not push a condition into one), the others through
+// checkedOnly (db/dialect.ts). Same for the mandate below.
 const paymentOfAccount = batchedLookup<PaymentRow, [string, string]>(['account_id', 'id'],
-  (db, accountId, id) => db.selectFrom('payments').selectAll().where('account_id', '=', accountId).where('id', '=', id),
+  (db, accountId, id) => db.selectFrom('payments').selectAll().where('id', '=', id).where(checkedOnly('account_id'), '=', accountId),
   (keys) => sql<PaymentRow & { i: number }>`select q.i, p.* from json_to_recordset(${keys}::json) as q(i int, account_id text, id text)
     cross join lateral (select * from payments where payments.id = q.id limit 1) p
     where p.account_id = q.account_id`)
+// The mandate's agent is read by the mandate's key: `mandate_id in (the agent's mandates)` let a generic plan
+// scan an index of every mandate for the agent (twenty-second pass).
 const paymentOfAgent = reusableQuery<PaymentRow, [string, string, string]>((db, accountId, id, agentId) =>
-  db.selectFrom('payments').selectAll().where('account_id', '=', accountId).where('id', '=', id).where('mandate_id', 'in', mandatesOfAgent(db, agentId)))
+  db.selectFrom('payments').selectAll().where('id', '=', id).where(checkedOnly('account_id'), '=', accountId)
+    .where((eb) => eb(eb.selectFrom('mandates').select('mandates.agent_id').whereRef('mandates.id', '=', 'payments.mandate_id'), '=', agentId)))
 const paymentById = reusableQuery<PaymentRow, [string]>((db, id) => db.selectFrom('payments').selectAll().where('id', '=', id))
 
 /** The payment; with `agentId`, only if it was made on a mandate granted to that agent. */
@@ -114,12 +118,16 @@ export interface PaymentListFilter {
   agentId?: string | undefined
 }
 
-/** The ids of the mandates granted to an agent: its payments are theirs. */
-const mandatesOfAgent = (db: Executor, agentId: string) => db.selectFrom('mandates').select('id').where('agent_id', '=', agentId)
+/**
+ * The ids of the account's mandates granted to an agent: its payments are theirs. By account and agent,
+ * the index's leading columns: by agent alone, PostgreSQL scanned the whole index (twenty-second pass).
+ */
+const mandatesOfAgent = (db: Executor, accountId: string, agentId: string) =>
+  db.selectFrom('mandates').select('id').where('account_id', '=', accountId).where('agent_id', '=', agentId)
 
 function filtered(db: Executor, filter: PaymentListFilter) {
   let query = db.selectFrom('payments').where('account_id', '=', filter.accountId)
-  if (filter.agentId !== undefined) query = query.where('mandate_id', 'in', mandatesOfAgent(db, filter.agentId))
+  if (filter.agentId !== undefined) query = query.where('mandate_id', 'in', mandatesOfAgent(db, filter.accountId, filter.agentId))
   if (filter.status !== undefined) query = query.where('status', '=', filter.status)
   if (filter.mandateId !== undefined) query = query.where('mandate_id', '=', filter.mandateId)
   if (filter.wishId !== undefined) query = query.where('wish_id', '=', filter.wishId)
