@@ -34,39 +34,87 @@ export function planChanged(error: unknown): boolean {
 
 type QueryResult = pg.QueryResult<Record<string, unknown>>
 
+/** A query's caller, until it has its answer or its error (emptied then, so that a late answer reaches no one). */
+interface Pending {
+  resolve?: ((result: QueryResult) => void) | undefined
+  reject?: ((error: Error) => void) | undefined
+}
+
+/** A query unanswered for the read timeout: its caller fails, and so does the connection (PreparingClient#answer). */
+function giveUp(client: pg.Client, pending: Pending): void {
+  const fail = pending.reject
+  pending.resolve = pending.reject = undefined
+  fail?.(new Error('Query read timeout'))
+  ;(client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy()
+}
+
 /**
  * A pg client that sends named statements by name (see the top), and prepares statements for scripts;
- * with the pool option `prepareStatements: false`, neither.
+ * with the pool option `prepareStatements: false`, neither. It also keeps the pool's `query_timeout`
+ * itself rather than giving it to node-pg (#answer).
  */
 export class PreparingClient extends pg.Client {
   readonly #prepares: boolean
+  /** How long a query may go unanswered before its caller hears "Query read timeout" (#answer). */
+  readonly #timeoutMs: number | undefined
   /** Bumped when a plan changed: every name of this connection is prepared again under a new suffix. */
   #generation = 0
   readonly #prepared = new Set<string>()
 
   constructor(config?: pg.ClientConfig) {
-    super(config)
+    const { query_timeout: timeoutMs, ...rest } = config ?? {}
+    super(rest)
     this.#prepares = (config as { prepareStatements?: boolean } | undefined)?.prepareStatements !== false
+    this.#timeoutMs = timeoutMs || undefined
   }
 
-  // Kysely calls query(text, values) and awaits the promise; every other form goes to node-pg unchanged.
+  // The promise forms (Kysely's query(text, values), a script's query(text)) are answered by #answer, by
+  // name where the text has one; the callback and Query-object forms go to node-pg unchanged.
   override query(...args: unknown[]): never {
-    const [text, values, callback] = args
-    const name = this.#prepares && typeof text === 'string' && Array.isArray(values) && callback === undefined ? names.get(text) : undefined
-    if (name === undefined) return (super.query as (...a: unknown[]) => never)(...args)
-    return this.#named(name, text as string, values as unknown[]) as never
+    const [config, values, callback] = args
+    const promised = callback === undefined && (values === undefined || Array.isArray(values))
+      && (typeof config === 'string' || (typeof config === 'object' && config !== null && typeof (config as { submit?: unknown }).submit !== 'function'))
+    if (!promised) return (super.query as (...a: unknown[]) => never)(...args)
+    const name = this.#prepares && typeof config === 'string' && values !== undefined ? names.get(config) : undefined
+    return (name === undefined ? this.#answer(config as string | pg.QueryConfig, values as unknown[] | undefined) : this.#named(name, config as string, values as unknown[])) as never
   }
 
   async #named(name: string, text: string, values: unknown[]): Promise<QueryResult> {
     try {
-      return await super.query({ name: `${name}_${this.#generation}`, text, values })
+      return await this.#answer({ name: `${name}_${this.#generation}`, text }, values)
     } catch (error) {
       if (!planChanged(error)) throw error
       this.forgetPlans()
       // node-pg tracks the status ReadyForQuery reports: 'I' is outside a transaction.
       if ((this as unknown as { getTransactionStatus(): string | null }).getTransactionStatus() !== 'I') throw error
-      return super.query({ name: `${name}_${this.#generation}`, text, values })
+      return this.#answer({ name: `${name}_${this.#generation}`, text }, values)
     }
+  }
+
+  /**
+   * node-pg's callback form in a promise of ours, with our own read timeout. Either of node-pg's own, its
+   * promise form or its `query_timeout`, made V8 move every row of a PostgreSQL GET to the old generation
+   * (160-300 KB a scavenge, a mark-compact every second or so; docs/performance.md, twenty-second pass),
+   * which this form does not. A query unanswered after `query_timeout` fails with "Query read timeout"
+   * (db/errors.ts: the database is unavailable), as node-pg's did, and the connection is closed: what was
+   * queued behind it fails too rather than running later, and the pool replaces it. Kysely adds the
+   * caller's stack to an error (extendStackTrace), as node-pg's promise did.
+   */
+  #answer(config: string | pg.QueryConfig, values: unknown[] | undefined): Promise<QueryResult> {
+    return new Promise((resolve, reject) => {
+      const pending: Pending = { resolve, reject }
+      const timer = this.#timeoutMs === undefined ? undefined : setTimeout(giveUp, this.#timeoutMs, this, pending)
+      // node-pg's typings do not list every form its implementation takes.
+      ;(super.query as (c: typeof config, v: typeof values, cb: (error: Error | null, result: QueryResult) => void) => void)(config, values, (error, result) => {
+        clearTimeout(timer)
+        const { resolve: answer, reject: fail } = pending
+        pending.resolve = pending.reject = undefined
+        // Given up on already: its caller has had its error.
+        if (fail === undefined) return
+        if (error) fail(error)
+        else answer!(result)
+      })
+    })
   }
 
   /**
@@ -78,7 +126,7 @@ export class PreparingClient extends pg.Client {
     if (base === undefined) return undefined
     const name = `${base}_${this.#generation}s`
     if (!this.#prepared.has(name)) {
-      await super.query(`prepare ${name} as ${sql}`)
+      await this.#answer(`prepare ${name} as ${sql}`, undefined)
       this.#prepared.add(name)
     }
     return name

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { sql } from 'kysely'
+import type pg from 'pg'
 import { type Database, openDatabase } from '../../src/db/database.js'
-import { planChanged } from '../../src/db/prepared-statements.js'
+import { planChanged, PreparingClient } from '../../src/db/prepared-statements.js'
 import { compilable, fromTemplate } from '../../src/db/query-template.js'
 import { createStatementBatch } from '../../src/db/statement-batch.js'
 import { openStore, type PostgresTestStore } from '../helpers/stores.js'
@@ -140,5 +141,28 @@ describe('prepared statements (postgres)', { skip: !pgUrl && 'PostgreSQL only (T
     } finally {
       await off.close()
     }
+  })
+
+  test('a query unanswered for the read timeout fails with "Query read timeout"; the connection closes, and what was queued behind it never runs', async () => {
+    await sql`create table late (id text primary key)`.execute(store.db.kysely)
+    // Typed as node-pg's client: PreparingClient's override declares no result type of its own.
+    const client: pg.Client = new PreparingClient({ connectionString: pgUrl!, query_timeout: 300, options: `-c search_path=${store.postgres.schema}` })
+    client.on('error', () => {})
+    await client.connect()
+    const { rows: [backend] } = await client.query<{ pid: number }>('select pg_backend_pid() as pid')
+    const sleeping = client.query('select pg_sleep(3)')
+    const queued = client.query('insert into late (id) values ($1)', ['queued'])
+    await assert.rejects(sleeping, /Query read timeout/)
+    await assert.rejects(queued)
+    await assert.rejects(client.query('select 1'))
+    // Once PostgreSQL has let the sleeping backend go, the insert has still not run: it was never sent.
+    for (let polls = 0; ; polls++) {
+      const { rows } = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where pid = ${backend!.pid}`.execute(store.db.kysely)
+      if (rows[0]!.n === 0) break
+      assert.ok(polls < 400, 'the sleeping backend ended')
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    const { rows } = await sql<{ id: string }>`select id from late`.execute(store.db.kysely)
+    assert.deepEqual(rows, [])
   })
 })
