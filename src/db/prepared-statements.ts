@@ -92,10 +92,9 @@ export class PreparingClient extends pg.Client {
   }
 
   /**
-   * node-pg's callback form in a promise of ours, with our own read timeout. Either of node-pg's own, its
-   * promise form or its `query_timeout`, made V8 move every row of a PostgreSQL GET to the old generation
-   * (160-300 KB a scavenge, a mark-compact every second or so; docs/performance.md, twenty-second pass),
-   * which this form does not. A query unanswered after `query_timeout` fails with "Query read timeout"
+   * node-pg's callback form in a promise of ours, with our own read timeout. node-pg's promise form and its
+   * `query_timeout` each made V8 move every row of a PostgreSQL GET to the old generation (160-300 KB a
+   * scavenge, a mark-compact every second or so; docs/performance.md, twenty-second pass); this does not. A query unanswered after `query_timeout` fails with "Query read timeout"
    * (db/errors.ts: the database is unavailable), as node-pg's did, and the connection is closed: what was
    * queued behind it fails too rather than running later, and the pool replaces it. Kysely adds the
    * caller's stack to an error (extendStackTrace), as node-pg's promise did.
