@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict'
 import { type Kysely, sql } from 'kysely'
 
 /**
@@ -13,4 +14,12 @@ export async function genericPlan(connection: Kysely<any>, name: string, args: r
   } finally {
     await sql`reset plan_cache_mode`.execute(connection)
   }
+}
+
+/** The generic plan (above) of the one statement prepared on this connection whose text matches `pattern`. */
+export async function preparedPlan(connection: Kysely<any>, pattern: RegExp, args: readonly unknown[]): Promise<string> {
+  const { rows } = await sql<{ name: string, statement: string }>`select name, statement from pg_prepared_statements`.execute(connection)
+  const matching = rows.filter((row) => pattern.test(row.statement))
+  assert.equal(matching.length, 1, `one prepared statement matches ${pattern}: ${rows.map((row) => row.statement).join('\n')}`)
+  return genericPlan(connection, matching[0]!.name, args)
 }

@@ -8,7 +8,7 @@ import { systemClock } from '../../src/lib/clock.js'
 import { countMandates, holdStatement } from '../../src/modules/mandates/repository.js'
 import { countPayments, findPayment } from '../../src/modules/payments/repository.js'
 import { createServices } from '../../src/services.js'
-import { genericPlan } from '../helpers/plans.js'
+import { genericPlan, preparedPlan } from '../helpers/plans.js'
 import { openStore, type PostgresTestStore } from '../helpers/stores.js'
 
 /**
@@ -51,15 +51,11 @@ describe('plans made on small tables (postgres)', { skip: !pgUrl && 'PostgreSQL 
   })
 
   /** The generic plan of the statement `run` prepared on the connection whose text matches `pattern`. */
-  async function planOf(run: (connection: Kysely<any>) => Promise<unknown>, pattern: RegExp, args: readonly unknown[]): Promise<string> {
-    return one.kysely.connection().execute(async (connection) => {
+  const planOf = (run: (connection: Kysely<any>) => Promise<unknown>, pattern: RegExp, args: readonly unknown[]): Promise<string> =>
+    one.kysely.connection().execute(async (connection) => {
       await run(connection)
-      const { rows } = await sql<{ name: string, statement: string }>`select name, statement from pg_prepared_statements`.execute(connection)
-      const matching = rows.filter((row) => pattern.test(row.statement))
-      assert.equal(matching.length, 1, `one prepared statement matches ${pattern}: ${rows.map((row) => row.statement).join('\n')}`)
-      return genericPlan(connection, matching[0]!.name, args)
+      return preparedPlan(connection, pattern, args)
     })
-  }
 
   test('the mandate hold updates the mandate through its primary key, through no account index', async () => {
     const query = holdStatement(one.kysely, { accountId, mandateId, amount: 100, currency: 'USD', now: new Date().toISOString() })
