@@ -148,10 +148,7 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
     return store.exclusively(use, async () => {
       const pending: PendingAnswer = { record: (status, payload) => store.record(use, status, serializeFor(reply, status, payload)) }
       const written = await options.oneWrite?.(request, pending)
-      if (written) {
-        store.remember(written)
-        return answer(reply, written)
-      }
+      if (written) return answer(reply, written)
       const outcome = await store.transact(use, (trx, undo) => runAndRecord(request, reply, trx, undo, pending, run, options.errorBody))
       return outcome.replayed ? replay(reply, outcome.record, use) : answer(reply, outcome.record)
     })

@@ -3,11 +3,13 @@ import { after, before, describe, test } from 'node:test'
 import v8 from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { migrateToLatest } from '../../src/db/migrate.js'
-import { toTimestamp } from '../../src/lib/clock.js'
 import { randomBase62 } from '../../src/lib/ids.js'
 import {
   createIdempotencyStore, type IdempotencyRecord, replayCacheEntryBytes,
 } from '../../src/modules/idempotency/store.js'
+import { loadConfig } from '../../src/config.js'
+import { systemClock, toTimestamp } from '../../src/lib/clock.js'
+import { createServices } from '../../src/services.js'
 import { openStore, type SqliteTestStore } from '../helpers/stores.js'
 
 /**
@@ -77,6 +79,26 @@ describe('the idempotency replay cache', () => {
       assert.ok(held <= estimated, `5,000 entries hold ${held} bytes, more than the ${estimated} estimated`)
     })
   }
+
+  test('a record it writes is not cached, one it reads back is', async () => {
+    const services = createServices({ config: loadConfig({}), db: store.db, clock: systemClock })
+    const { account_id: accountId } = await services.accounts.createKey(`cache-${randomBase62(8)}`, 'write')
+    const cache = createIdempotencyStore({ db: store.db, ttlSeconds: 86_400 })
+    const use = { accountId, key: `key-${randomBase62(8)}`, fingerprint: randomBase62(64), now: new Date() }
+    const forget = () => store.db.kysely.deleteFrom('idempotency_keys').where('account_id', '=', accountId).execute()
+
+    const written = (await cache.transact(use, async () => cache.record(use, 201, '{"written":true}'))).record
+    assert.deepEqual(await store.db.kysely.selectFrom('idempotency_keys').select('response_body').where('account_id', '=', accountId).execute(), [{ response_body: written.response_body }])
+    // Gone from the database, and never cached: the next request under the key is new.
+    await forget()
+    assert.equal(await cache.find(use), undefined)
+
+    // Written again, then read back once: from then on the copy answers.
+    await cache.transact(use, async () => cache.record(use, 201, '{"written":true}'))
+    assert.equal((await cache.find(use))?.response_body, '{"written":true}')
+    await forget()
+    assert.equal((await cache.find(use))?.response_body, '{"written":true}')
+  })
 
   test('past its bound the oldest entries go, and they are read from the database again', async () => {
     const bound = 200_000

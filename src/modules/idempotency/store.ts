@@ -63,11 +63,14 @@ export function createIdempotencyStore(deps: { db: Database, ttlSeconds: number,
   const { db, ttlSeconds } = deps
   // Keys being worked on in this process: a second request answers 409 at once instead of queueing.
   const inFlight = new Set<string>()
-  // Records this process saved or read lately. A live record is never changed or removed before it
-  // expires, by any process, so a copy answers a retry exactly as the database would until then. The
-  // copy is also dropped after a minute, which bounds what a record edited by hand, or overwritten by a
-  // server whose clock runs ahead, could be answered from. The server builds one store (one app), so
-  // this bound is the process's.
+  // Records this process read lately: a key's first replay reads its record from the database, the
+  // next ones are answered from here. A live record is never changed or removed before it expires, by
+  // any process, so a copy answers a retry exactly as the database would until then. The copy is also
+  // dropped after a minute, which bounds what a record edited by hand, or overwritten by a server whose
+  // clock runs ahead, could be answered from. The server builds one store (one app), so this bound is
+  // the process's. Records this process writes are not cached: few are ever replayed, and a copy of
+  // each write kept its answer alive into the old generation, for a mark-compact about every second
+  // under load (docs/performance.md, twenty-third pass).
   const recent = new LRUCache<string, IdempotencyRecord>({
     ttl: RECENT_RECORDS_TTL_MS,
     maxSize: deps.replayCacheBytes ?? RECENT_RECORDS_BYTES,
@@ -76,7 +79,7 @@ export function createIdempotencyStore(deps: { db: Database, ttlSeconds: number,
   })
   const slotOf = (use: Pick<KeyUse, 'accountId' | 'key'>) => `${use.accountId}\n${use.key}`
 
-  /** Caches a committed record (never one whose transaction may still roll back). */
+  /** Caches a committed record read back (never one whose transaction may still roll back). */
   function remember(record: IdempotencyRecord): void {
     recent.set(slotOf({ accountId: record.account_id, key: record.idempotency_key }), record)
   }
@@ -146,7 +149,8 @@ export function createIdempotencyStore(deps: { db: Database, ttlSeconds: number,
         if (!await repo.save(trx, record, toTimestamp(use.now))) throw errors.idempotencyKeyInUse()
         return { replayed: false, record }
       })
-      remember(outcome.record)
+      // Another process's record, read in the claim, is cached as find() caches it; a new one is not.
+      if (outcome.replayed) remember(outcome.record)
       return outcome
     },
 
