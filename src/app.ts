@@ -88,54 +88,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   try {
-    registerValidators(app)
-    // JSON only: any other media type, text/plain included, is a 415.
-    registerJsonParser(app)
-    // A POST or PUT with no body at all is validated as {} so the answer names the missing members.
-    app.addHook('preValidation', (request, _reply, done) => {
-      if (request.body === undefined && (request.method === 'POST' || request.method === 'PUT')) request.body = {}
-      done()
-    })
-    registerTextGuard(app)
-    const shared = [ErrorResponse, WishSchema, MandateSchema, PaymentSchema, RefundSchema, EventSchema,
-      WebhookEndpointSchema, CreatedWebhookEndpointSchema, DeliveryAttemptSchema, DeliveryResendSchema, AgentSchema, TrustedKeySchema, NonceSchema, VaultTokenSchema]
-    for (const schema of shared) app.addSchema(schema)
-    const lifecycle = deps.lifecycle ?? { draining: false }
-    registerRequestContext(app)
-    registerConnectionAnswers(app)
-    registerErrorHandling(app)
-    registerDraining(app, lifecycle)
-    // After draining, which judges a request by when it arrived; before authentication and the route's work.
-    registerTurnBudget(app)
-    await registerOpenApi(app)
-    // Before any route: these act on the routes that declare `config.bodyDefaults` / `config.idempotency`.
-    registerBodyDefaults(app)
-    registerIdempotency(app, { db: deps.db, clock, ttlSeconds: deps.config.idempotencyTtlSeconds })
-
-    const limitRate = await registerRateLimit(app, { perSecond: deps.config.rateLimitPerSecond, redisUrl: deps.config.redisUrl, logger: app.log })
-    const services = deps.services ?? createServices({ config: deps.config, db: deps.db, clock, ...(deps.processor ? { processor: deps.processor } : {}) })
-
-    registerMetrics(app, deps.metrics ?? createMetrics({ db: deps.db, clock }), deps.config.metricsToken)
-    await app.register(healthRoutes, { db: deps.db, lifecycle })
-    await app.register(jwksRoutes, { receipts: services.receipts })
-    await app.register(acpDiscoveryRoutes)
-    // The web dashboard (not part of the API: hidden from /openapi.json); it calls the API with the user's key.
-    await app.register(dashboardRoutes)
-    await app.register(async (api) => {
-      api.addHook('onRequest', authenticate(services.accounts))
-      api.addHook('onRequest', limitRate)
-      await api.register(wishRoutes, { wishes: services.wishes })
-      await api.register(mandateRoutes, { mandates: services.mandates })
-      await api.register(paymentRoutes, { payments: services.payments })
-      await api.register(eventRoutes, { events: services.events, streams: createEventStreams({ db: deps.db, clock, settleMs: deps.config.eventStreamSettleMs, pollMs: deps.config.eventStreamPollMs }) })
-      await api.register(webhookRoutes, { webhooks: services.webhooks })
-      await api.register(agentRoutes, { agents: services.agents })
-      await api.register(trustedKeyRoutes, { trustedKeys: services.trustedKeys })
-      await api.register(ap2Routes, { nonces: services.nonces })
-      await api.register(vaultTokenRoutes, { vaultTokens: services.vaultTokens })
-      await api.register(acpRoutes, { vaultTokens: services.vaultTokens, acpClientKeys: services.trustedKeys.acpClientKeys, clock })
-      await api.register(receiptRoutes, { receipts: services.receipts })
-    })
+    await assemble(app, deps, clock)
   } catch (error) {
     // The caller never gets an app that failed to build, so it closes here: its onClose hooks stop what
     // it had started (the metrics' commit listener, the rate limiter's Redis client).
@@ -143,4 +96,56 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     throw error
   }
   return app
+}
+
+/** Everything the app serves, in order: hooks, shared schemas, cross-cutting plugins, then the routes. */
+async function assemble(app: FastifyInstance, deps: AppDeps, clock: Clock): Promise<void> {
+  registerValidators(app)
+  // JSON only: any other media type, text/plain included, is a 415.
+  registerJsonParser(app)
+  // A POST or PUT with no body at all is validated as {} so the answer names the missing members.
+  app.addHook('preValidation', (request, _reply, done) => {
+    if (request.body === undefined && (request.method === 'POST' || request.method === 'PUT')) request.body = {}
+    done()
+  })
+  registerTextGuard(app)
+  const shared = [ErrorResponse, WishSchema, MandateSchema, PaymentSchema, RefundSchema, EventSchema,
+    WebhookEndpointSchema, CreatedWebhookEndpointSchema, DeliveryAttemptSchema, DeliveryResendSchema, AgentSchema, TrustedKeySchema, NonceSchema, VaultTokenSchema]
+  for (const schema of shared) app.addSchema(schema)
+  const lifecycle = deps.lifecycle ?? { draining: false }
+  registerRequestContext(app)
+  registerConnectionAnswers(app)
+  registerErrorHandling(app)
+  registerDraining(app, lifecycle)
+  // After draining, which judges a request by when it arrived; before authentication and the route's work.
+  registerTurnBudget(app)
+  await registerOpenApi(app)
+  // Before any route: these act on the routes that declare `config.bodyDefaults` / `config.idempotency`.
+  registerBodyDefaults(app)
+  registerIdempotency(app, { db: deps.db, clock, ttlSeconds: deps.config.idempotencyTtlSeconds })
+
+  const limitRate = await registerRateLimit(app, { perSecond: deps.config.rateLimitPerSecond, redisUrl: deps.config.redisUrl, logger: app.log })
+  const services = deps.services ?? createServices({ config: deps.config, db: deps.db, clock, ...(deps.processor ? { processor: deps.processor } : {}) })
+
+  registerMetrics(app, deps.metrics ?? createMetrics({ db: deps.db, clock }), deps.config.metricsToken)
+  await app.register(healthRoutes, { db: deps.db, lifecycle })
+  await app.register(jwksRoutes, { receipts: services.receipts })
+  await app.register(acpDiscoveryRoutes)
+  // The web dashboard (not part of the API: hidden from /openapi.json); it calls the API with the user's key.
+  await app.register(dashboardRoutes)
+  await app.register(async (api) => {
+    api.addHook('onRequest', authenticate(services.accounts))
+    api.addHook('onRequest', limitRate)
+    await api.register(wishRoutes, { wishes: services.wishes })
+    await api.register(mandateRoutes, { mandates: services.mandates })
+    await api.register(paymentRoutes, { payments: services.payments })
+    await api.register(eventRoutes, { events: services.events, streams: createEventStreams({ db: deps.db, clock, settleMs: deps.config.eventStreamSettleMs, pollMs: deps.config.eventStreamPollMs }) })
+    await api.register(webhookRoutes, { webhooks: services.webhooks })
+    await api.register(agentRoutes, { agents: services.agents })
+    await api.register(trustedKeyRoutes, { trustedKeys: services.trustedKeys })
+    await api.register(ap2Routes, { nonces: services.nonces })
+    await api.register(vaultTokenRoutes, { vaultTokens: services.vaultTokens })
+    await api.register(acpRoutes, { vaultTokens: services.vaultTokens, acpClientKeys: services.trustedKeys.acpClientKeys, clock })
+    await api.register(receiptRoutes, { receipts: services.receipts })
+  })
 }
