@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import pg from 'pg'
-import { asLiteral, quoteLiteral } from '../../src/db/pg-script.js'
+import type { CompiledQuery } from 'kysely'
+import { asLiteral, executeScript, quoteLiteral } from '../../src/db/pg-script.js'
 
 /**
  * The statement batch's literals (src/db/pg-script.ts) are node-pg's escapeLiteral, computed faster:
@@ -65,4 +66,23 @@ test('asLiteral reads back exactly in PostgreSQL', { skip: !pgUrl && 'PostgreSQL
   } finally {
     await client.end()
   }
+})
+
+/**
+ * The statement batch's script: each query by its prepared name, its values as literals in order (a
+ * string dollar-quoted unless the tag could end it early, a number or boolean quoted, null bare), the
+ * queries one after another. The text is what PostgreSQL runs, so it is pinned here byte for byte.
+ */
+test('executeScript writes each query as EXECUTE with its values as literals', () => {
+  const query = (...parameters: unknown[]) => ({ sql: '', parameters, query: { kind: 'RawNode' } }) as unknown as CompiledQuery
+  const script = executeScript(['s1', 's2', 's3'], [
+    query('pay_1', 250, true, null, undefined, 12n),
+    query(),
+    query("it's", 'a$w$b', '{"note":"\\"}'),
+  ])
+  assert.equal(script, [
+    "execute s1($w$pay_1$w$, '250', 'true', null, null, '12')",
+    'execute s2',
+    "execute s3($w$it's$w$, 'a$w$b', $w$" + '{"note":"\\"}' + '$w$)',
+  ].join(';\n'))
 })
