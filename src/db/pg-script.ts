@@ -16,19 +16,14 @@ export function quoteLiteral(text: string): string {
 /** The tag of a dollar-quoted literal (PostgreSQL's `$tag$…$tag$`). */
 const DOLLAR_TAG = '$w$'
 
-/** Whether `$w$…$w$` holds `text` exactly: unless the tag could end the literal early (below). */
-const dollarQuotable = (text: string) => !text.includes(DOLLAR_TAG) && !text.endsWith(DOLLAR_TAG.slice(0, -1))
-
 /**
- * A string as a literal. Dollar-quoted when that is exact: PostgreSQL then takes the text as it is, with
- * nothing to escape, so the JSON a payment sends (which holds JSON in strings, hence backslashes) is not
- * copied twice more by quoteLiteral's replacements, which made most of the garbage of a PostgreSQL
- * payment (docs/performance.md, seventh pass). It is exact unless the tag can end the literal early: the
- * text holds the tag, or ends with all of it but its last `$`. Those texts are quoted by quoteLiteral.
+ * Whether `$w$…$w$` holds `text` exactly. PostgreSQL then takes the text as it is, with nothing to
+ * escape, so the JSON a payment sends (which holds JSON in strings, hence backslashes) is not copied twice
+ * more by quoteLiteral's replacements, which made most of the garbage of a PostgreSQL payment
+ * (docs/performance.md, seventh pass). It is exact unless the tag can end the literal early: the text
+ * holds the tag, or ends with all of it but its last `$`. Those texts are quoted by quoteLiteral.
  */
-export function asLiteral(text: string): string {
-  return dollarQuotable(text) ? DOLLAR_TAG + text + DOLLAR_TAG : quoteLiteral(text)
-}
+const dollarQuotable = (text: string) => !text.includes(DOLLAR_TAG) && !text.endsWith(DOLLAR_TAG.slice(0, -1))
 
 /**
  * The values of our statements are strings, numbers, booleans and nulls; anything else is refused

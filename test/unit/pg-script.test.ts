@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import pg from 'pg'
 import type { CompiledQuery } from 'kysely'
-import { asLiteral, executeScript, quoteLiteral } from '../../src/db/pg-script.js'
+import { executeScript, quoteLiteral } from '../../src/db/pg-script.js'
 
 /**
  * The statement batch's literals (src/db/pg-script.ts) are node-pg's escapeLiteral, computed faster:
@@ -33,9 +33,9 @@ test('quoteLiteral gives what pg.escapeLiteral gives', () => {
 })
 
 /**
- * asLiteral's dollar quotes against PostgreSQL itself: every string of up to five characters over the
- * characters that can end or escape a literal reads back exactly, with standard_conforming_strings on
- * and off, whichever form asLiteral chose for it.
+ * The script's literals (executeScript) against PostgreSQL itself: every string of up to five characters
+ * over the characters that can end or escape a literal reads back exactly, with standard_conforming_strings
+ * on and off, whichever form executeScript chose for it.
  */
 const DOLLAR_ALPHABET = ['$', 'w', "'", '\\', 'a', 'é']
 
@@ -46,22 +46,27 @@ function* dollarStrings(length: number): Generator<string> {
 
 const pgUrl = process.env.TEST_DATABASE_URL
 
-test('asLiteral reads back exactly in PostgreSQL', { skip: !pgUrl && 'PostgreSQL only (TEST_DATABASE_URL not set)' }, async () => {
+/** A query of the batch with these values and no text of its own (the script runs it by name). */
+const withValues = (...parameters: unknown[]) => ({ sql: '', parameters, query: { kind: 'RawNode' } }) as unknown as CompiledQuery
+
+test('the script\'s literals read back exactly in PostgreSQL', { skip: !pgUrl && 'PostgreSQL only (TEST_DATABASE_URL not set)' }, async () => {
   const texts: string[] = []
   for (let length = 0; length <= 5; length++) texts.push(...dollarStrings(length))
   const json = JSON.stringify([{ response_body: JSON.stringify({ note: "it's $5 \\ off" }) }])
   texts.push(json, json.repeat(20), '$w', 'x$w', '$w$', "$w$'); drop table payments; --")
   // The fast path is taken for the JSON a payment sends; the texts that could end it early are quoted.
-  assert.ok(asLiteral(json).startsWith('$w$'))
-  assert.ok(!asLiteral('x$w').startsWith('$w$') && !asLiteral('a$w$b').startsWith('$w$'))
+  const literal = (text: string) => executeScript(['echo'], [withValues(text)]).slice('execute echo('.length, -1)
+  assert.ok(literal(json).startsWith('$w$'))
+  assert.ok(!literal('x$w').startsWith('$w$') && !literal('a$w$b').startsWith('$w$'))
   const client = new pg.Client({ connectionString: pgUrl })
   await client.connect()
   try {
+    await client.query('prepare echo(text) as select $1 as t')
     for (const setting of ['on', 'off']) {
       await client.query(`set standard_conforming_strings = ${setting}`)
-      const { rows } = await client.query<{ t: string }>(`select t from unnest(array[${texts.map(asLiteral).join(', ')}]::text[]) with ordinality as u(t, n) order by n`)
-      assert.equal(rows.length, texts.length)
-      for (let i = 0; i < texts.length; i++) assert.equal(rows[i]!.t, texts[i], `${JSON.stringify(texts[i])} with standard_conforming_strings ${setting}`)
+      const results = await client.query(executeScript(texts.map(() => 'echo'), texts.map((text) => withValues(text)))) as unknown as Array<{ rows: Array<{ t: string }> }>
+      assert.equal(results.length, texts.length)
+      for (let i = 0; i < texts.length; i++) assert.equal(results[i]!.rows[0]!.t, texts[i], `${JSON.stringify(texts[i])} with standard_conforming_strings ${setting}`)
     }
   } finally {
     await client.end()
@@ -74,11 +79,10 @@ test('asLiteral reads back exactly in PostgreSQL', { skip: !pgUrl && 'PostgreSQL
  * queries one after another. The text is what PostgreSQL runs, so it is pinned here byte for byte.
  */
 test('executeScript writes each query as EXECUTE with its values as literals', () => {
-  const query = (...parameters: unknown[]) => ({ sql: '', parameters, query: { kind: 'RawNode' } }) as unknown as CompiledQuery
   const script = executeScript(['s1', 's2', 's3'], [
-    query('pay_1', 250, true, null, undefined, 12n),
-    query(),
-    query("it's", 'a$w$b', '{"note":"\\"}'),
+    withValues('pay_1', 250, true, null, undefined, 12n),
+    withValues(),
+    withValues("it's", 'a$w$b', '{"note":"\\"}'),
   ])
   assert.equal(script, [
     "execute s1($w$pay_1$w$, '250', 'true', null, null, '12')",
