@@ -15,6 +15,7 @@
  * by this checkout: a build that lacks one of its migrations refuses to start. No results file is written.
  */
 import { parseArgs } from 'node:util'
+import { parseBuilds } from './build-args.js'
 import { cpuSeconds } from './proc.js'
 import { startWishpay } from './processes.js'
 import { requireBenchPostgresUrl } from './postgres-url.js'
@@ -40,15 +41,7 @@ if (scenario !== 'get' && scenario !== 'payments') throw new Error('--scenario t
 if (positionals.length === 0) throw new Error('name at least one build directory (e.g. `cp -r dist dist-before`)')
 if (await wrkVersion() === null) throw new Error('wrk is not installed (apt-get install wrk)')
 
-const builds = positionals.map((given) => {
-  const [dir, ...assignments] = given.split(',')
-  const env = Object.fromEntries(assignments.map((a) => {
-    const at = a.indexOf('=')
-    if (at < 1) throw new Error(`${given}: give an environment variable as NAME=VALUE, not ${a}`)
-    return [a.slice(0, at), a.slice(at + 1)]
-  }))
-  return { name: given, dir: dir!, env, runs: [] as Array<{ perSecond: number, cpuUs: number, p99: number }> }
-})
+const builds = parseBuilds(positionals).map((build) => ({ ...build, runs: [] as Array<{ perSecond: number, cpuUs: number, p99: number }> }))
 
 const opened = store === 'sqlite' ? await openStore('sqlite') : await openStore('postgres', { postgresUrl: requireBenchPostgresUrl(), queryTimeoutMs: 0 })
 const median = (xs: number[]) => {

@@ -6,6 +6,7 @@ import { stats as queueStats } from '../modules/queue/repository.js'
 import type { Clock } from '../lib/clock.js'
 import { toTimestamp } from '../lib/clock.js'
 import { AppError } from '../lib/errors.js'
+import { RequestHistogram } from './request-histogram.js'
 
 export interface Metrics {
   registry: Registry
@@ -113,27 +114,10 @@ export function registerMetrics(app: FastifyInstance, metrics: Metrics, token: s
     metrics.close()
     done()
   })
-  const duration = new Histogram({
-    name: 'wishpay_http_request_duration_seconds',
-    help: 'HTTP request duration by route template, method and status',
-    labelNames: ['route', 'method', 'status_code'],
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-    registers: [metrics.registry],
-  })
-  // Label objects made once per route, method and status, so a request builds no object or string for
-  // them (prom-client still hashes the labels it is given).
-  const labelsByRoute = new Map<string, Map<string, Map<number, Record<'route' | 'method' | 'status_code', string>>>>()
-  const labelsOf = (route: string, method: string, status: number) => {
-    let byMethod = labelsByRoute.get(route)
-    if (byMethod === undefined) labelsByRoute.set(route, byMethod = new Map())
-    let byStatus = byMethod.get(method)
-    if (byStatus === undefined) byMethod.set(method, byStatus = new Map())
-    let labels = byStatus.get(status)
-    if (labels === undefined) byStatus.set(status, labels = { route, method, status_code: String(status) })
-    return labels
-  }
+  const duration = new RequestHistogram('wishpay_http_request_duration_seconds', 'HTTP request duration by route template, method and status',
+    [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], metrics.registry)
   app.addHook('onResponse', (request, reply, done) => {
-    duration.observe(labelsOf(request.routeOptions.url ?? 'not_found', request.method, reply.statusCode), reply.elapsedTime / 1000)
+    duration.observe(duration.series(request.routeOptions.url ?? 'not_found', request.method, reply.statusCode), reply.elapsedTime / 1000)
     done()
   })
 

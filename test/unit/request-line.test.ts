@@ -40,7 +40,8 @@ async function linesOf(level: string, principal: { accountId: string, agentId: s
 }
 
 describe('the request line', () => {
-  for (const principal of [null, { accountId: 'acct_1', agentId: null }, { accountId: 'acct_1', agentId: 'agt_1' }]) {
+  // The last principal's ids hold what JSON must escape (never true of our ids, but the line stays JSON).
+  for (const principal of [null, { accountId: 'acct_1', agentId: null }, { accountId: 'acct_1', agentId: 'agt_1' }, { accountId: 'acct_"1"\\\n\u0001', agentId: 'agt_é\u2028' }]) {
     test(`is the redacting logger's line, byte for byte (${principal?.agentId ?? principal?.accountId ?? 'no principal'})`, async () => {
       const lines = await linesOf('info', principal)
       assert.equal(lines.length, 4)

@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises'
-import { encodeTime } from 'ulid'
 import type { Database } from '../../db/database.js'
 import type { Clock } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
+import { idTimePart } from '../../lib/ids.js'
 import type { RequestContext } from '../../lib/request-context.js'
 import * as repo from './repository.js'
 import type { Event } from './schemas.js'
@@ -31,7 +31,7 @@ const POSITION = /^evt_[0-9a-hjkmnp-tv-z]{26}$/
 
 /** The greatest id of any event whose id time is `ms`: every event of that millisecond sorts at or before it. */
 function positionAt(ms: number): string {
-  return `evt_${encodeTime(ms, 10).toLowerCase()}${'z'.repeat(16)}`
+  return `evt_${idTimePart(ms)}${'z'.repeat(16)}`
 }
 
 export interface StreamRequest {
