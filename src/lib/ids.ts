@@ -41,7 +41,9 @@ const text = Buffer.alloc(32)
  * test/unit/ids.test.ts holds the encoding to the ulid package's own decoder.
  */
 export function newId(prefix: IdPrefix, at?: Date): string {
-  const time = at === undefined ? Date.now() : at.getTime()
+  const given = at === undefined ? Number.NaN : at.getTime()
+  // No date, or an invalid one (as the ulid package did): now. A ULID's time cannot be negative.
+  const time = given >= 0 ? given : Date.now()
   if (time > lastTime) {
     lastTime = time
     for (let i = 0; i < RANDOM_DIGITS; i++) randomDigits[i] = pooledWord() >>> 27

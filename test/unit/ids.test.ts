@@ -58,3 +58,10 @@ function incrementedBase32(text: string): string {
   digits[i]!++
   return digits.map((d) => alphabet[d]).join('')
 }
+
+test('an id made at an invalid date is a valid ULID, not earlier than now', () => {
+  const before = Date.now()
+  const id = newId('wish', new Date(Number.NaN)).slice('wish_'.length).toUpperCase()
+  assert.ok(isValid(id))
+  assert.ok(decodeTime(id) >= before)
+})
