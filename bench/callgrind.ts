@@ -69,42 +69,64 @@ export async function startCounted(args: string[], env: Record<string, string>, 
   const control = (...options: string[]) => run('callgrind_control', [...options, String(pid)])
   const dumps = () => fs.readdirSync(dir).filter((name) => name.startsWith('callgrind.out'))
   let dumped = 0
-  for (let waited = 0; waited < 600_000; waited += 100) {
-    if (gone) throw new Error(`${args.join(' ')} exited early under valgrind: ${stderr}`)
-    const ready = fs.readFileSync(logFile, 'utf8').split('\n').filter((line) => line.startsWith('{'))
-      .map((line) => JSON.parse(line) as { msg?: string, address?: string }).find((line) => line.msg === readyMsg && line.address)
-    if (ready) {
-      return {
-        url: ready.address!,
-        pid,
-        perfMap: `/tmp/perf-${pid}.map`,
-        async measure(work) {
-          await control('--instr=on')
-          await control('--zero')
-          await work()
-          const before = new Set(dumps())
-          await control(`--dump=measured-${++dumped}`)
-          const files = dumps().filter((name) => !before.has(name)).map((name) => path.join(dir, name))
-          await control('--instr=off')
-          const counts = files.map((file) => ({ file, count: summary(fs.readFileSync(file, 'utf8')) }))
-          const main = counts.find(({ file }) => file.endsWith('-01'))
-          if (!main) throw new Error(`callgrind wrote no dump of thread 1 (${files.join(', ')})`)
-          return { all: counts.reduce((sum, { count }) => sum + count, 0), main: main.count, mainFile: main.file }
-        },
-        async stop(keep = false) {
-          child.kill('SIGTERM')
-          await exited
-          if (!keep) {
-            fs.rmSync(dir, { recursive: true, force: true })
-            fs.rmSync(`/tmp/perf-${pid}.map`, { force: true })
-          }
-        },
-      }
-    }
-    await sleep(100)
+  const removeFiles = () => {
+    fs.rmSync(dir, { recursive: true, force: true })
+    fs.rmSync(`/tmp/perf-${pid}.map`, { force: true })
   }
-  child.kill('SIGKILL')
-  throw new Error(`${args.join(' ')} did not start under valgrind within 10 minutes; see ${logFile}`)
+  // SIGTERM, then SIGKILL if it is still there after a minute: a stop never hangs the tool.
+  const end = async () => {
+    if (gone) return
+    child.kill('SIGTERM')
+    const killer = setTimeout(() => child.kill('SIGKILL'), 60_000)
+    await exited
+    clearTimeout(killer)
+  }
+  let ready: { address?: string } | undefined
+  try {
+    for (let waited = 0; ready === undefined; waited += 100) {
+      if (gone) throw new Error(`${args.join(' ')} exited early under valgrind: ${stderr}`)
+      if (waited >= 600_000) throw new Error(`${args.join(' ')} did not start under valgrind within 10 minutes`)
+      ready = fs.readFileSync(logFile, 'utf8').split('\n').map(jsonLine).find((line) => line?.msg === readyMsg && line.address)
+      if (ready === undefined) await sleep(100)
+    }
+  } catch (error) {
+    child.stderr!.destroy()
+    await end()
+    removeFiles()
+    throw error
+  }
+  return {
+    url: ready.address!,
+    pid,
+    perfMap: `/tmp/perf-${pid}.map`,
+    async measure(work) {
+      await control('--instr=on')
+      await control('--zero')
+      await work()
+      const before = new Set(dumps())
+      await control(`--dump=measured-${++dumped}`)
+      const files = dumps().filter((name) => !before.has(name)).map((name) => path.join(dir, name))
+      await control('--instr=off')
+      const counts = files.map((file) => ({ file, count: summary(fs.readFileSync(file, 'utf8')) }))
+      const main = counts.find(({ file }) => file.endsWith('-01'))
+      if (!main) throw new Error(`callgrind wrote no dump of thread 1 (${files.join(', ')})`)
+      return { all: counts.reduce((sum, { count }) => sum + count, 0), main: main.count, mainFile: main.file }
+    },
+    async stop(keep = false) {
+      await end()
+      if (!keep) removeFiles()
+    },
+  }
+}
+
+/** A line of the process's stdout as JSON, or undefined (a line half written, or not JSON). */
+function jsonLine(line: string): { msg?: string, address?: string } | undefined {
+  if (!line.startsWith('{')) return undefined
+  try {
+    return JSON.parse(line) as { msg?: string, address?: string }
+  } catch {
+    return undefined
+  }
 }
 
 /** A dump's instruction count: its `summary:` line (older valgrinds write `totals:`). */

@@ -17,6 +17,9 @@ const OBSERVED: Array<[route: string, method: string, status: number, seconds: n
   ['/payments', 'POST', 201, 12], // past every bound: +Inf only
   ['not_found', 'GET', 404, 0],
   ['/wishes', 'POST', 400, 0.0025],
+  ['/payments/:id', 'GET', 200, 0.07], // a series seen before, after others: written in the order first seen
+  ['/payments', 'POST', 201, 0.3],
+  ['/payments/:id', 'GET', 500, 0.02], // a new series of an early route: written last, as prom-client does
 ]
 
 function both() {
@@ -41,6 +44,12 @@ test('its JSON is prom-client\'s, and so is what node:cluster makes of two proce
   assert.deepEqual(JSON.parse(JSON.stringify(await ours.getMetricsAsJSON())), JSON.parse(JSON.stringify(await theirs.getMetricsAsJSON())))
   const [ourJson, theirJson] = [await ours.getMetricsAsJSON(), await theirs.getMetricsAsJSON()]
   assert.equal(await AggregatorRegistry.aggregate([ourJson, ourJson]).metrics(), await AggregatorRegistry.aggregate([theirJson, theirJson]).metrics())
+})
+
+test('a duration that is not a finite number is not counted', async () => {
+  const { theirs, ours, requestHistogram } = both()
+  requestHistogram.observe(requestHistogram.series('/payments', 'POST', 201), Number.NaN)
+  assert.equal(await ours.metrics(), await theirs.metrics())
 })
 
 test('a series is one object per route, method and status, and reset empties the histogram', async () => {
