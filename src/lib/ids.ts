@@ -49,11 +49,11 @@ export function newId(prefix: IdPrefix, at?: Date): string {
   const time = given >= 0 && given <= MAX_TIME ? given : Date.now()
   if (time > lastTime) {
     lastTime = time
-    for (let i = 0; i < RANDOM_DIGITS; i++) randomDigits[i] = pooledWord() >>> 27
+    drawRandomDigits()
   } else if (!incrementRandom()) {
     // 80 random bits ran out within one millisecond: the next millisecond keeps the order.
     lastTime++
-    for (let i = 0; i < RANDOM_DIGITS; i++) randomDigits[i] = pooledWord() >>> 27
+    drawRandomDigits()
   }
   let end = 0
   for (let i = 0; i < prefix.length; i++) text[end++] = prefix.charCodeAt(i)
@@ -61,6 +61,11 @@ export function newId(prefix: IdPrefix, at?: Date): string {
   end = writeTime(lastTime, end)
   for (let i = 0; i < RANDOM_DIGITS; i++) text[end++] = CROCKFORD[randomDigits[i]!]!
   return text.toString('latin1', 0, end)
+}
+
+/** New random digits: each the top 5 bits of a CSPRNG word. */
+function drawRandomDigits(): void {
+  for (let i = 0; i < RANDOM_DIGITS; i++) randomDigits[i] = pooledWord() >>> 27
 }
 
 /** Adds one to the random digits; false when they were all the greatest digit (they wrap to zero). */
