@@ -1,4 +1,5 @@
 import pg from 'pg'
+import { objectRows } from './pg-rows.js'
 
 /**
  * Named prepared statements on PostgreSQL, for the statements built from a template
@@ -100,18 +101,26 @@ export class PreparingClient extends pg.Client {
    * caller's stack to an error (extendStackTrace), as node-pg's promise did.
    */
   #answer(config: string | pg.QueryConfig, values: unknown[] | undefined): Promise<QueryResult> {
+    // Rows come as arrays and are made objects by objectRows (pg-rows.ts), unless the caller chose a row mode.
+    const ours = typeof config === 'string' || (config as { rowMode?: string }).rowMode === undefined
+    const sent = typeof config === 'string' ? { text: config, rowMode: 'array' } : ours ? { ...config, rowMode: 'array' } : config
     return new Promise((resolve, reject) => {
       const pending: Pending = { resolve, reject }
       const timer = this.#timeoutMs === undefined ? undefined : setTimeout(giveUp, this.#timeoutMs, this, pending)
       // node-pg's typings do not list every form its implementation takes.
-      ;(super.query as (c: typeof config, v: typeof values, cb: (error: Error | null, result: QueryResult) => void) => void)(config, values, (error, result) => {
+      ;(super.query as (c: typeof sent, v: typeof values, cb: (error: Error | null, result: QueryResult | QueryResult[]) => void) => void)(sent, values, (error, result) => {
         clearTimeout(timer)
         const { resolve: answer, reject: fail } = pending
         pending.resolve = pending.reject = undefined
         // Given up on already: its caller has had its error.
         if (fail === undefined) return
-        if (error) fail(error)
-        else answer!(result)
+        if (error) return fail(error)
+        // A script of several statements has a result for each.
+        if (ours) {
+          if (Array.isArray(result)) result.forEach(objectRows)
+          else objectRows(result)
+        }
+        answer!(result as QueryResult)
       })
     })
   }

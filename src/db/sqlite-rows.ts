@@ -1,6 +1,5 @@
 import type SQLite from 'better-sqlite3'
-
-type RowBuilder = (values: unknown[]) => Record<string, unknown>
+import { compileRowBuilder, type RowBuilder } from './row-builder.js'
 
 /** Per statement: the function that makes its rows, or null where better-sqlite3's own objects are used. */
 const builders = new WeakMap<SQLite.Statement, RowBuilder | null>()
@@ -12,10 +11,9 @@ const builders = new WeakMap<SQLite.Statement, RowBuilder | null>()
  * better-sqlite3 makes each row by setting its columns one by one through V8's API, looking each column's
  * name up in V8's string table and walking the object's shape from empty, for every row. Under load that
  * was 6 % of the server's CPU in a GET /payments/:id (perf, docs/performance.md, fifth pass). Instead the
- * statement returns arrays (`raw`) and a function compiled once for its columns builds each row from an
- * object literal, whose shape V8 creates once. Column names are our own SQL's; JSON.stringify makes each
- * a string literal. `__proto__` would set the prototype in a literal, so such a statement keeps
- * better-sqlite3's objects.
+ * statement returns arrays (`raw`) and a function compiled once for its columns (row-builder.ts) builds
+ * each row from an object literal. A statement with a column named `__proto__` keeps better-sqlite3's
+ * objects, which make it an own property as the literal cannot.
  */
 export function allRows(statement: SQLite.Statement, parameters: readonly unknown[]): unknown[] {
   let build = builders.get(statement)
@@ -28,6 +26,5 @@ function compileBuilder(statement: SQLite.Statement): RowBuilder | null {
   const names = statement.columns().map((column) => column.name)
   if (names.includes('__proto__')) return null
   statement.raw(true)
-  // Compiled once per statement, from its column names only.
-  return new Function('row', `return {${names.map((name, i) => `${JSON.stringify(name)}: row[${i}]`).join(', ')}}`) as RowBuilder
+  return compileRowBuilder(names)
 }
