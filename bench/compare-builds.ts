@@ -6,8 +6,9 @@
  * round, each build is started as the bench starts it (`node <flags> DIR/cli.js serve`), driven by wrk at
  * 64 connections (3 s of warm-up, then N seconds measured) and stopped; the order of the builds turns by
  * one each round, so that the machine's drift, and on `payments` the tables' growth, falls on every build
- * alike. Prints, per build, each round's req/s, the server's CPU a request (from /proc) and wrk's p99,
- * then the median of each, also when a round fails.
+ * alike. Prints, per build, each round's req/s, the server's CPU a request (from /proc), on PostgreSQL
+ * also PostgreSQL's (every process of it: the backends and the background ones), and wrk's p99, then the
+ * median of each, also when a round fails.
  *
  * On this machine a build's CPU a request moves by ±10-15 % between runs minutes apart (docs/performance.md),
  * more than most single changes gain: only a difference that holds in most rounds means anything. Needs
@@ -22,6 +23,7 @@ import { requireBenchPostgresUrl } from './postgres-url.js'
 import { PAYMENT_BODY } from './scenarios.js'
 import { seedBasics } from './seed.js'
 import { wrk, wrkVersion } from './wrk.js'
+import { sql } from 'kysely'
 import { migrateToLatest } from '../src/db/migrate.js'
 import { openStore } from '../test/helpers/stores.js'
 
@@ -41,9 +43,13 @@ if (scenario !== 'get' && scenario !== 'payments') throw new Error('--scenario t
 if (positionals.length === 0) throw new Error('name at least one build directory (e.g. `cp -r dist dist-before`)')
 if (await wrkVersion() === null) throw new Error('wrk is not installed (apt-get install wrk)')
 
-const builds = parseBuilds(positionals).map((build) => ({ ...build, runs: [] as Array<{ perSecond: number, cpuUs: number, p99: number }> }))
+const builds = parseBuilds(positionals).map((build) => ({ ...build, runs: [] as Array<{ perSecond: number, cpuUs: number, postgresCpuUs: number | null, p99: number }> }))
 
 const opened = store === 'sqlite' ? await openStore('sqlite') : await openStore('postgres', { postgresUrl: requireBenchPostgresUrl(), queryTimeoutMs: 0 })
+/** Every PostgreSQL process (none for SQLite), read once the server's pool is open: its CPU counts too. */
+const postgresPids = async () => opened.name === 'sqlite'
+  ? []
+  : (await sql<{ pid: number }>`select pid from pg_stat_activity`.execute(opened.db.kysely)).rows.map((r) => r.pid)
 const median = (xs: number[]) => {
   const sorted = [...xs].sort((a, b) => a - b)
   const middle = sorted.length / 2
@@ -57,8 +63,10 @@ function printSummary(): void {
       process.stdout.write(`${build.name}: no round measured\n`)
       continue
     }
-    const rounds = build.runs.map((r) => `${r.perSecond} req/s ${r.cpuUs} µs p99 ${r.p99}`).join(' | ')
-    process.stdout.write(`${build.name}: median ${median(build.runs.map((r) => r.perSecond))} req/s, ${median(build.runs.map((r) => r.cpuUs))} µs a request, p99 ${median(build.runs.map((r) => r.p99))} ms  (${rounds})\n`)
+    const pgUs = (r: { postgresCpuUs: number | null }) => (r.postgresCpuUs === null ? '' : ` pg ${r.postgresCpuUs} µs`)
+    const rounds = build.runs.map((r) => `${r.perSecond} req/s ${r.cpuUs} µs${pgUs(r)} p99 ${r.p99}`).join(' | ')
+    const pgMedian = build.runs[0]!.postgresCpuUs === null ? '' : `, PostgreSQL ${median(build.runs.map((r) => r.postgresCpuUs!))} µs`
+    process.stdout.write(`${build.name}: median ${median(build.runs.map((r) => r.perSecond))} req/s, ${median(build.runs.map((r) => r.cpuUs))} µs a request${pgMedian}, p99 ${median(build.runs.map((r) => r.p99))} ms  (${rounds})\n`)
   }
 }
 try {
@@ -74,12 +82,15 @@ try {
       try {
         const load = { url: server.url, key: seed.key, connections: 64, warmupSeconds: 0, ...request }
         await wrk({ ...load, durationSeconds: 3 })
+        const pgPids = await postgresPids()
         const before = cpuSeconds(server.pids())
+        const pgBefore = cpuSeconds(pgPids)
         const measured = await wrk({ ...load, durationSeconds: Number(values.seconds) })
         const cpuUs = ((cpuSeconds(server.pids()) - before) * 1e6) / measured.requests
+        const postgresCpuUs = pgPids.length === 0 ? null : Math.round(((cpuSeconds(pgPids) - pgBefore) * 1e7) / measured.requests) / 10
         if (measured.errors > 0) process.stderr.write(`${build.name}: ${measured.errors} errors in round ${round}\n`)
-        build.runs.push({ perSecond: Math.round(measured.requestsPerSecond), cpuUs: Math.round(cpuUs * 10) / 10, p99: measured.p99 })
-        process.stderr.write(`round ${round} ${build.name}: ${build.runs.at(-1)!.perSecond} req/s, ${build.runs.at(-1)!.cpuUs} µs, p99 ${measured.p99} ms\n`)
+        build.runs.push({ perSecond: Math.round(measured.requestsPerSecond), cpuUs: Math.round(cpuUs * 10) / 10, postgresCpuUs, p99: measured.p99 })
+        process.stderr.write(`round ${round} ${build.name}: ${build.runs.at(-1)!.perSecond} req/s, ${build.runs.at(-1)!.cpuUs} µs, ${postgresCpuUs === null ? '' : `PostgreSQL ${postgresCpuUs} µs, `}p99 ${measured.p99} ms\n`)
       } finally {
         await server.stop()
       }

@@ -22,7 +22,7 @@ import { registerTurnBudget } from '../src/http/turn-budget.js'
 
 const accountId = process.env.LOOKUP_ACCOUNT_ID ?? ''
 const POOL_SIZE = 10
-const MANY = `select q.i, p.* from json_to_recordset($1::json) as q(i int, account_id text, id text)
+const MANY = `select q.i, p.* from unnest($1::text[], $2::text[]) with ordinality as q(account_id, id, i)
   cross join lateral (select * from payments where payments.account_id = q.account_id and payments.id = q.id limit 1) p`
 
 interface Waiting { id: string, resolve(row: unknown): void, reject(error: unknown): void }
@@ -40,10 +40,11 @@ function batchedReader(url: string): (id: string) => Promise<unknown> {
     const batch = waiting
     waiting = []
     inFlight = true
-    const keys = JSON.stringify(batch.map((w, i) => ({ i, account_id: accountId, id: w.id })))
-    pool.query({ name: 'payments by key', text: MANY, values: [keys] }).then((result) => {
+    const values = [batch.map(() => accountId), batch.map((w) => w.id)]
+    pool.query({ name: 'payments by key', text: MANY, values }).then((result) => {
       const rows: unknown[] = batch.map(() => undefined)
-      for (const { i, ...row } of result.rows as Array<{ i: number }>) rows[i] = row
+      // i counts from 1 (with ordinality), a bigint that node-pg reads as text here.
+      for (const { i, ...row } of result.rows as Array<{ i: string }>) rows[Number(i) - 1] = row
       batch.forEach((w, i) => w.resolve(rows[i]))
     }, (error: unknown) => { for (const w of batch) w.reject(error) }).finally(() => {
       inFlight = false

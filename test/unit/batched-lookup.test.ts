@@ -112,9 +112,9 @@ describe('batched lookups (postgres)', { skip: !pgUrl && 'PostgreSQL only (TEST_
     const many = Array.from({ length: 20 }, (_, i) => payments.findPayment(one.kysely, seeded.accounts[i % 2]!, seeded.payments[i % 2]!))
     assert.deepEqual((await Promise.all(many)).map((p) => p?.id), Array.from({ length: 20 }, (_, i) => seeded.payments[i % 2]))
     const { rows } = await sql<{ runs: number }>`select (generic_plans + custom_plans)::int as runs from pg_prepared_statements
-      where statement like '%json_to_recordset%' and statement like '%from payments%'`.execute(one.kysely)
+      where statement like '%with ordinality%' and statement like '%from payments%'`.execute(one.kysely)
     assert.deepEqual(rows, [{ runs: 1 }])
-    // A NUL cannot be text in PostgreSQL: the JSON of the whole batch fails, then each key runs alone.
+    // A NUL cannot be text in PostgreSQL: the arrays of the whole batch fail, then each key runs alone.
     const outcomes = await Promise.allSettled([
       payments.findPayment(one.kysely, seeded.accounts[0]!, seeded.payments[0]!),
       payments.findPayment(one.kysely, seeded.accounts[0]!, 'pay_\u0000'),
@@ -124,9 +124,24 @@ describe('batched lookups (postgres)', { skip: !pgUrl && 'PostgreSQL only (TEST_
     assert.deepEqual(outcomes.map((o) => (o.status === 'fulfilled' ? o.value?.id : undefined)), [seeded.payments[0], undefined, seeded.payments[1]])
   })
 
+  test('keys with the characters of an array literal go in one batch and find what they find alone', async () => {
+    const runs = async () => (await sql<{ runs: number }>`select coalesce(sum(generic_plans + custom_plans), 0)::int as runs
+      from pg_prepared_statements where statement like '%with ordinality%' and statement like '%from payments%'`.execute(one.kysely)).rows[0]!.runs
+    const odd = ['a"b', 'back\\slash', 'comma,brace}{', 'NULL', ' spaced ', 'ünï\u{1F600}', "it's", '']
+    const before = await runs()
+    const found = await Promise.all([
+      payments.findPayment(one.kysely, seeded.accounts[0]!, seeded.payments[0]!),
+      ...odd.map((id) => payments.findPayment(one.kysely, seeded.accounts[0]!, id)),
+      ...odd.map((account) => payments.findPayment(one.kysely, account, seeded.payments[1]!)),
+      payments.findPayment(one.kysely, seeded.accounts[1]!, seeded.payments[1]!),
+    ])
+    assert.equal(await runs() - before, 1) // one batch, none of it looked up again key by key
+    assert.deepEqual(found.map((p) => p?.id), [seeded.payments[0], ...odd.map(() => undefined), ...odd.map(() => undefined), seeded.payments[1]])
+  })
+
   test('while a batch is on its way, the lookups of the next turns wait for it and then go together as one query', async () => {
     const runs = async () => (await sql<{ runs: number }>`select coalesce(sum(generic_plans + custom_plans), 0)::int as runs
-      from pg_prepared_statements where statement like '%json_to_recordset%' and statement like '%from payments%'`.execute(one.kysely)).rows[0]!.runs
+      from pg_prepared_statements where statement like '%with ordinality%' and statement like '%from payments%'`.execute(one.kysely)).rows[0]!.runs
     const before = await runs()
     // The one connection is held: the first batch waits for it, on its way, while five more turns pass.
     let release!: () => void
@@ -152,9 +167,10 @@ describe('batched lookups (postgres)', { skip: !pgUrl && 'PostgreSQL only (TEST_
     const plans = await one.kysely.connection().execute(async (connection) => {
       await payments.findPayment(connection, seeded.accounts[0]!, seeded.payments[0]!)
       await payments.readForPayment(connection, seeded.accounts[0]!, seeded.mandates[0]!)
-      const keys = JSON.stringify([{ i: 0, account_id: seeded.accounts[0], id: seeded.payments[0], mandate_id: seeded.mandates[0] }])
+      // Each statement's arrays: the accounts, then the payments or the mandates (PostgreSQL array literals).
+      const keys = { payments: [`{${seeded.accounts[0]}}`, `{${seeded.payments[0]}}`], mandates: [`{${seeded.accounts[0]}}`, `{${seeded.mandates[0]}}`] }
       const explained: Record<string, string> = {}
-      for (const table of ['payments', 'mandates']) explained[table] = await preparedPlan(connection, new RegExp(`^(?=[\\s\\S]*json_to_recordset)[\\s\\S]*from ${table} where`), [keys])
+      for (const table of ['payments', 'mandates'] as const) explained[table] = await preparedPlan(connection, new RegExp(`^(?=[\\s\\S]*with ordinality)[\\s\\S]*from ${table} where`), keys[table])
       return explained
     })
     for (const table of ['payments', 'mandates']) {

@@ -13,7 +13,7 @@ export type IdempotencyRecord = IdempotencyKeysTable
 const liveRecord = batchedLookup<IdempotencyRecord, [string, string, string]>(['account_id', 'idempotency_key', 'now'],
   (db, accountId, key, now) => db.selectFrom('idempotency_keys').selectAll()
     .where('account_id', '=', accountId).where('idempotency_key', '=', key).where('expires_at', '>', now),
-  (keys) => sql<IdempotencyRecord & { i: number }>`select q.i, k.* from json_to_recordset(${keys}::json) as q(i int, account_id text, idempotency_key text, now text)
+  (keys) => sql<IdempotencyRecord & { i: number }>`select q.i, k.* from ${keys}
     cross join lateral (select * from idempotency_keys where idempotency_keys.account_id = q.account_id
       and idempotency_keys.idempotency_key = q.idempotency_key and idempotency_keys.expires_at > q.now limit 1) k`)
 

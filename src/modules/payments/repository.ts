@@ -40,7 +40,7 @@ export async function insertPaymentWrites(db: Executor, rows: { payment?: Paymen
 // checkedOnly (db/dialect.ts). Same for the mandate below.
 const paymentOfAccount = batchedLookup<PaymentRow, [string, string]>(['account_id', 'id'],
   (db, accountId, id) => db.selectFrom('payments').selectAll().where('id', '=', id).where(checkedOnly('account_id'), '=', accountId),
-  (keys) => sql<PaymentRow & { i: number }>`select q.i, p.* from json_to_recordset(${keys}::json) as q(i int, account_id text, id text)
+  (keys) => sql<PaymentRow & { i: number }>`select q.i, p.* from ${keys}
     cross join lateral (select * from payments where payments.id = q.id limit 1) p
     where p.account_id = q.account_id`)
 // The mandate's agent is read by the mandate's key: `mandate_id in (the agent's mandates)` let a generic plan
@@ -228,7 +228,7 @@ const mandateAndEndpoints = batchedLookup<MandateAndEndpoints, [string, string]>
   (keys) => sql<MandateAndEndpoints & { i: number }>`select q.i,
     (select row_to_json(m) from (select * from mandates where mandates.id = q.mandate_id limit 1) m where m.account_id = q.account_id) as mandate,
     (select ${enabledEndpointsJson} from webhook_endpoints where webhook_endpoints.account_id = q.account_id and webhook_endpoints.status = 'enabled') as endpoints
-    from json_to_recordset(${keys}::json) as q(i int, account_id text, mandate_id text)`)
+    from ${keys}`)
 
 export async function readForPayment(db: Executor, accountId: string, mandateId: string) {
   const [row] = await mandateAndEndpoints(db, accountId, mandateId)

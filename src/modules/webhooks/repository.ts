@@ -39,7 +39,7 @@ type EnabledEndpoint = Pick<EndpointRow, 'id' | 'events'>
 const enabledEndpointsOf = batchedLookup<EnabledEndpoint, [string]>(['account_id'],
   (db, accountId) => db.selectFrom('webhook_endpoints').select(['id', 'events']).where('account_id', '=', accountId).where('status', '=', 'enabled'),
   // offset 0 keeps the subquery a subquery: one index lookup per key.
-  (keys) => sql<EnabledEndpoint & { i: number }>`select q.i, e.id, e.events from json_to_recordset(${keys}::json) as q(i int, account_id text)
+  (keys) => sql<EnabledEndpoint & { i: number }>`select q.i, e.id, e.events from ${keys}
     cross join lateral (select id, events from webhook_endpoints where webhook_endpoints.account_id = q.account_id and webhook_endpoints.status = 'enabled' offset 0) e`)
 
 export function enabledEndpoints(db: Executor, accountId: string): Promise<EnabledEndpoint[]> {
