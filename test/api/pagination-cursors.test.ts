@@ -448,6 +448,7 @@ for (const kind of storeKinds()) {
         ['payments_account_created_idx', (spy, w) => paymentsRepo.listPayments(spy, { accountId: a.id }, w)],
         ['payments_account_status_created_idx', (spy, w) => paymentsRepo.listPayments(spy, { accountId: a.id, status: 'succeeded' }, w)],
         ['payments_account_mandate_created_idx', (spy, w) => paymentsRepo.listPayments(spy, { accountId: a.id, mandateId: 'mdt_x' }, w)],
+        ['payments_account_wish_created_idx', (spy, w) => paymentsRepo.listPayments(spy, { accountId: a.id, wishId: 'wsh_x' }, w)],
         ['refunds_payment_created_idx', (spy, w) => paymentsRepo.listRefunds(spy, a.id, 'pay_x', w)],
         ['wishes_account_created_idx', (spy, w) => wishesRepo.listWishes(spy, { accountId: a.id, now }, w)],
         ['wishes_account_status_created_idx', (spy, w) => wishesRepo.listWishes(spy, { accountId: a.id, status: 'active', now }, w)],

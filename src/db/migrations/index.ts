@@ -14,6 +14,7 @@ import * as paymentCounts from './0012_payment_counts.js'
 import * as eventCounts from './0013_event_counts.js'
 import * as attemptCounts from './0014_attempt_counts.js'
 import * as retentionIndexes from './0015_retention_indexes.js'
+import * as partialWishIndexes from './0016_partial_wish_indexes.js'
 
 /**
  * The explicit, ordered migration registry. Append only: a migration that has shipped is never
@@ -35,4 +36,5 @@ export const migrations: Record<string, Migration> = {
   '0013_event_counts': eventCounts,
   '0014_attempt_counts': attemptCounts,
   '0015_retention_indexes': retentionIndexes,
+  '0016_partial_wish_indexes': partialWishIndexes,
 }
