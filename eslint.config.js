@@ -48,7 +48,7 @@ const NOT_FROM_JOBS = {
 }
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', 'data/', 'bench/results/', 'dashboard/dist/', 'packages/*/dist/'] },
+  { ignores: ['node_modules/', 'dist/', 'dist-*/', 'data/', 'bench/results/', 'dashboard/dist/', 'packages/*/dist/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   // The command's launcher is plain JavaScript run by node.

@@ -7,8 +7,8 @@
  * 64 connections (3 s of warm-up, then N seconds measured) and stopped; the order of the builds turns by
  * one each round, so that the machine's drift, and on `payments` the tables' growth, falls on every build
  * alike. Prints, per build, each round's req/s, the server's CPU a request (from /proc), on PostgreSQL
- * also PostgreSQL's (every process of it: the backends and the background ones), and wrk's p99, then the
- * median of each, also when a round fails.
+ * also PostgreSQL's (the server's backends and the background processes, proc.ts postgresPids; none when
+ * PostgreSQL is not on this machine), and wrk's p99, then the median of each, also when a round fails.
  *
  * On this machine a build's CPU a request moves by ±10-15 % between runs minutes apart (docs/performance.md),
  * more than most single changes gain: only a difference that holds in most rounds means anything. Needs
@@ -17,13 +17,13 @@
  */
 import { parseArgs } from 'node:util'
 import { parseBuilds } from './build-args.js'
-import { cpuSeconds } from './proc.js'
+import pg from 'pg'
+import { cpuSeconds, postgresPids } from './proc.js'
 import { startWishpay } from './processes.js'
 import { requireBenchPostgresUrl } from './postgres-url.js'
 import { PAYMENT_BODY } from './scenarios.js'
 import { seedBasics } from './seed.js'
 import { wrk, wrkVersion } from './wrk.js'
-import { sql } from 'kysely'
 import { migrateToLatest } from '../src/db/migrate.js'
 import { openStore } from '../test/helpers/stores.js'
 
@@ -46,10 +46,17 @@ if (await wrkVersion() === null) throw new Error('wrk is not installed (apt-get 
 const builds = parseBuilds(positionals).map((build) => ({ ...build, runs: [] as Array<{ perSecond: number, cpuUs: number, postgresCpuUs: number | null, p99: number }> }))
 
 const opened = store === 'sqlite' ? await openStore('sqlite') : await openStore('postgres', { postgresUrl: requireBenchPostgresUrl(), queryTimeoutMs: 0 })
-/** Every PostgreSQL process (none for SQLite), read once the server's pool is open: its CPU counts too. */
-const postgresPids = async () => opened.name === 'sqlite'
-  ? []
-  : (await sql<{ pid: number }>`select pid from pg_stat_activity`.execute(opened.db.kysely)).rows.map((r) => r.pid)
+/** PostgreSQL: the server's connections are named, so that its backends' CPU is counted (proc.ts postgresPids). */
+const applicationName = `wishpay-compare-${process.pid}`
+const serverEnv: Record<string, string> = { ...opened.env }
+let client: pg.Client | undefined
+if (opened.name === 'postgres') {
+  const url = new URL(opened.env.DATABASE_URL!)
+  url.searchParams.set('application_name', applicationName)
+  serverEnv.DATABASE_URL = url.toString()
+  client = new pg.Client({ connectionString: opened.postgres.url })
+  await client.connect()
+}
 const median = (xs: number[]) => {
   const sorted = [...xs].sort((a, b) => a - b)
   const middle = sorted.length / 2
@@ -78,11 +85,11 @@ try {
   for (let round = 1; round <= Number(values.rounds); round++) {
     const turned = builds.map((_, i) => builds[(i + round - 1) % builds.length]!)
     for (const build of turned) {
-      const server = await startWishpay({ ...opened.env, ...build.env }, { build: build.dir })
+      const server = await startWishpay({ ...serverEnv, ...build.env }, { build: build.dir })
       try {
         const load = { url: server.url, key: seed.key, connections: 64, warmupSeconds: 0, ...request }
         await wrk({ ...load, durationSeconds: 3 })
-        const pgPids = await postgresPids()
+        const pgPids = client ? await postgresPids(client, applicationName) : []
         const before = cpuSeconds(server.pids())
         const pgBefore = cpuSeconds(pgPids)
         const measured = await wrk({ ...load, durationSeconds: Number(values.seconds) })
@@ -98,5 +105,6 @@ try {
   }
 } finally {
   printSummary()
+  await client?.end()
   await opened.close()
 }

@@ -12,8 +12,9 @@
  * one read transaction a turn (db/turn-snapshot.ts). The service's turn budget (http/turn-budget.ts)
  * starts the requests, since it decides how many keys a turn's query carries. LOOKUP_ACCOUNT_ID names the
  * account, as the service takes it from the API key. Not copied: the service's int8 parser (`amount`
- * comes back as text), its per-key retry of a failed batch and its chunks of 64 keys (64 connections
- * never fill more than one).
+ * comes back as text), its rows (node-pg's own objects here, not the array rows db/pg-rows.ts makes
+ * objects of, nor the compiled copy without `i`), its per-key retry of a failed batch and its chunks of 64
+ * keys (64 connections never fill more than one).
  */
 import Database from 'better-sqlite3'
 import Fastify from 'fastify'

@@ -69,3 +69,21 @@ export function peakRssMb(pids: readonly number[]): number {
   for (const pid of pids) kb += Number(/VmHWM:\s+(\d+)/.exec(read(`/proc/${pid}/status`) ?? '')?.[1] ?? 0)
   return Math.round(kb / 1024)
 }
+
+/** What postgresPids needs of a PostgreSQL connection (a pg.Client). */
+interface Queryable {
+  query(text: string, values: unknown[]): Promise<{ rows: Array<{ pid: number }> }>
+}
+
+/**
+ * PostgreSQL's processes that do a run's work: the backends of the connections named `applicationName`
+ * (the harness puts it in the server's DATABASE_URL: `application_name`) and the background ones (WAL
+ * writer, checkpointer, autovacuum), which are shared with anything else on that PostgreSQL. Empty when
+ * PostgreSQL is not on this machine's /proc, where their CPU cannot be read.
+ */
+export async function postgresPids(client: Queryable, applicationName: string): Promise<number[]> {
+  const { rows } = await client.query(
+    `select pid from pg_stat_activity where application_name = $1 or backend_type <> 'client backend'`, [applicationName])
+  const pids = rows.map((r) => r.pid)
+  return cpuSeconds(pids) > 0 ? pids : []
+}

@@ -9,7 +9,7 @@
  */
 import os from 'node:os'
 import pg from 'pg'
-import { cpuSeconds } from './proc.js'
+import { cpuSeconds, postgresPids } from './proc.js'
 import { startWishpay } from './processes.js'
 import { load, PAYMENT_BODY } from './scenarios.js'
 import type { Seed } from './seed.js'
@@ -47,19 +47,6 @@ export interface ScaleOptions {
   durationSeconds: number
   warmupSeconds: number
   withWrk: boolean
-}
-
-/**
- * PostgreSQL's processes that do this run's work: the server's backends (found by the
- * application_name the harness gives its DATABASE_URL) and the background ones (WAL writer,
- * checkpointer, autovacuum), which are shared with anything else on that PostgreSQL. Empty when
- * PostgreSQL is not on this machine's /proc.
- */
-async function postgresPids(client: pg.Client, applicationName: string): Promise<number[]> {
-  const { rows } = await client.query<{ pid: number }>(
-    `select pid from pg_stat_activity where application_name = $1 or backend_type <> 'client backend'`, [applicationName])
-  const pids = rows.map((r) => r.pid)
-  return cpuSeconds(pids) > 0 ? pids : []
 }
 
 /**

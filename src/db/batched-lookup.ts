@@ -5,7 +5,7 @@ import { compilable, fromTemplate } from './query-template.js'
 import { reusableQuery } from './reusable-query.js'
 import { compileRowCopier, type RowCopier } from './row-builder.js'
 
-/** Keys in one query at most: the JSON parameter stays short, and a burst makes several queries in parallel. */
+/** Keys in one query at most: the arrays stay short, and a burst makes several queries in parallel. */
 const MAX_KEYS = 64
 
 interface Waiting {

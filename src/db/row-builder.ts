@@ -9,7 +9,8 @@ export type RowBuilder = (values: readonly unknown[]) => Record<string, unknown>
  * copy of a template object; docs/performance.md, fifth and twenty-sixth passes). A repeated name keeps its
  * first place and its last value, as in both drivers. Column names are SQL's; JSON.stringify makes each a
  * string literal. A column named `__proto__` would set the prototype in a literal, so then the columns
- * are defined one by one instead (Object.fromEntries defines `__proto__` as an own property, as node-pg does).
+ * are defined one by one instead (Object.fromEntries defines `__proto__` as an own property, as node-pg
+ * does; better-sqlite3's own rows drop it).
  */
 export function compileRowBuilder(names: readonly string[]): RowBuilder {
   if (names.includes('__proto__')) return (values) => Object.fromEntries(names.map((name, i) => [name, values[i]]))

@@ -1,8 +1,8 @@
 import type SQLite from 'better-sqlite3'
 import { compileRowBuilder, type RowBuilder } from './row-builder.js'
 
-/** Per statement: the function that makes its rows, or null where better-sqlite3's own objects are used. */
-const builders = new WeakMap<SQLite.Statement, RowBuilder | null>()
+/** Per statement: the function that makes its rows. */
+const builders = new WeakMap<SQLite.Statement, RowBuilder>()
 
 /**
  * The rows of a statement that returns rows, as better-sqlite3's `all()` returns them: one object a row,
@@ -12,19 +12,17 @@ const builders = new WeakMap<SQLite.Statement, RowBuilder | null>()
  * name up in V8's string table and walking the object's shape from empty, for every row. Under load that
  * was 6 % of the server's CPU in a GET /payments/:id (perf, docs/performance.md, fifth pass). Instead the
  * statement returns arrays (`raw`) and a function compiled once for its columns (row-builder.ts) builds
- * each row from an object literal. A statement with a column named `__proto__` keeps better-sqlite3's
- * objects, which make it an own property as the literal cannot.
+ * each row from an object literal. One difference: a column named `__proto__` is an own property, as
+ * node-pg makes it (db/pg-rows.ts), where better-sqlite3's assignment sets nothing for a text value.
  */
 export function allRows(statement: SQLite.Statement, parameters: readonly unknown[]): unknown[] {
   let build = builders.get(statement)
   if (build === undefined) builders.set(statement, build = compileBuilder(statement))
-  if (build === null) return statement.all(parameters as unknown[])
   return (statement.all(parameters as unknown[]) as unknown[][]).map(build)
 }
 
-function compileBuilder(statement: SQLite.Statement): RowBuilder | null {
+function compileBuilder(statement: SQLite.Statement): RowBuilder {
   const names = statement.columns().map((column) => column.name)
-  if (names.includes('__proto__')) return null
   statement.raw(true)
   return compileRowBuilder(names)
 }

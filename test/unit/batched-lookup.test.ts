@@ -124,19 +124,43 @@ describe('batched lookups (postgres)', { skip: !pgUrl && 'PostgreSQL only (TEST_
     assert.deepEqual(outcomes.map((o) => (o.status === 'fulfilled' ? o.value?.id : undefined)), [seeded.payments[0], undefined, seeded.payments[1]])
   })
 
+  /** Statements of the payments lookup run on `one` so far (each batch is one). */
+  const paymentBatches = async () => (await sql<{ runs: number }>`select coalesce(sum(generic_plans + custom_plans), 0)::int as runs
+    from pg_prepared_statements where statement like '%with ordinality%' and statement like '%from payments%'`.execute(one.kysely)).rows[0]!.runs
+
+  /** The first account's first payment again, under the id `id` (as no API would name one). */
+  const copyOfFirstPayment = (id: string) => sql`insert into payments
+    select (jsonb_populate_record(p, jsonb_build_object('id', ${id}::text))).* from payments p where p.id = ${seeded.payments[0]!}`.execute(store.db.kysely)
+
   test('keys with the characters of an array literal go in one batch and find what they find alone', async () => {
-    const runs = async () => (await sql<{ runs: number }>`select coalesce(sum(generic_plans + custom_plans), 0)::int as runs
-      from pg_prepared_statements where statement like '%with ordinality%' and statement like '%from payments%'`.execute(one.kysely)).rows[0]!.runs
-    const odd = ['a"b', 'back\\slash', 'comma,brace}{', 'NULL', ' spaced ', 'ünï\u{1F600}', "it's", '']
-    const before = await runs()
+    const odd = ['NULL', 'a"b', 'back\\slash', 'comma,brace}{', ' spaced ', 'ünï\u{1F600}', "it's", '']
+    // Each odd id is a payment of the first account, so a key read as anything else finds nothing.
+    for (const id of odd) await copyOfFirstPayment(id)
+    const before = await paymentBatches()
     const found = await Promise.all([
       payments.findPayment(one.kysely, seeded.accounts[0]!, seeded.payments[0]!),
       ...odd.map((id) => payments.findPayment(one.kysely, seeded.accounts[0]!, id)),
       ...odd.map((account) => payments.findPayment(one.kysely, account, seeded.payments[1]!)),
       payments.findPayment(one.kysely, seeded.accounts[1]!, seeded.payments[1]!),
     ])
-    assert.equal(await runs() - before, 1) // one batch, none of it looked up again key by key
-    assert.deepEqual(found.map((p) => p?.id), [seeded.payments[0], ...odd.map(() => undefined), ...odd.map(() => undefined), seeded.payments[1]])
+    assert.equal(await paymentBatches() - before, 1) // one batch, none of it looked up again key by key
+    assert.deepEqual(found.map((p) => p?.id), [seeded.payments[0], ...odd, ...odd.map(() => undefined), seeded.payments[1]])
+    assert.deepEqual(found.slice(1, 1 + odd.length).map((p) => p?.account_id), odd.map(() => seeded.accounts[0]))
+  })
+
+  test('more keys in a turn than one query takes go as several, each answering its own callers', async () => {
+    // 150 lookups: three queries of at most 64 keys, each numbering its keys from 1 again.
+    const cases = Array.from({ length: 150 }, (_, n) => {
+      const account = seeded.accounts[n % 2]!
+      const id = n % 3 === 0 ? 'missing' : seeded.payments[n % 2 === 0 ? 0 : (n % 5 === 0 ? 0 : 1)]!
+      return [account, id] as const
+    })
+    const before = await paymentBatches()
+    const batched = await Promise.all(cases.map(([account, id]) => payments.findPayment(one.kysely, account, id)))
+    const alone = await aloneInTransaction(cases, (trx, [account, id]) => payments.findPayment(trx, account, id))
+    assert.equal(await paymentBatches() - before, 3)
+    assert.deepEqual(batched, alone)
+    assert.ok(batched.filter(Boolean).length > 40 && batched.some((p) => p === undefined))
   })
 
   test('while a batch is on its way, the lookups of the next turns wait for it and then go together as one query', async () => {
