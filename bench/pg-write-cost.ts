@@ -34,7 +34,9 @@ try {
   const db = store.db.kysely
   // The rows of the seeded payment, written again under new ids: the statement a real payment sends.
   const payment = await db.selectFrom('payments').selectAll().where('id', '=', seed.paymentId).executeTakeFirstOrThrow()
-  const event = await db.selectFrom('events').selectAll().where('object_id', '=', seed.paymentId).executeTakeFirstOrThrow()
+  // Its events (created and succeeded, as a card payment's): a real payment's statement writes both.
+  const events = await db.selectFrom('events').selectAll().where('object_id', '=', seed.paymentId).orderBy('id').execute()
+  if (events.length !== 2) throw new Error(`the seeded payment has ${events.length} events, not created and succeeded`)
   const responseBody = JSON.stringify({ data: payment })
   const newId = (prefix: string) => `${prefix}_${randomUUID().replace(/-/g, '').slice(0, 26)}`
 
@@ -44,7 +46,7 @@ try {
     const plan = {
       hold: { accountId: seed.accountId, mandateId: seed.mandateId, amount: 1, currency: payment.currency, now },
       payment: { ...payment, id, created_at: now, updated_at: now },
-      events: [{ ...event, id: newId('evt'), object_id: id, created_at: now }],
+      events: events.map((event) => ({ ...event, id: newId('evt'), object_id: id, created_at: now })),
       jobs: [],
     } as unknown as PaymentPlan
     const record = {

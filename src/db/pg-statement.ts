@@ -10,9 +10,9 @@ import type { DatabaseSchema } from './schema.js'
  * and PostgreSQL parses no JSON: json_populate_recordset's parsing was about a tenth of PostgreSQL's CPU
  * a payment (docs/performance.md, sixteenth pass).
  *
- * Several rows (as many as the account has webhook endpoints, for jobs): one JSON parameter read by
- * json_populate_recordset, typed by the table itself, so that a statement's text, and the number of
- * statements each connection prepares, do not grow with the number of rows.
+ * Many rows (more than ROW_STEPS_MAX: an account's webhook endpoints, for jobs): one JSON parameter read
+ * by json_populate_recordset, typed by the table itself, so that a statement's text, and the number of
+ * statements each connection prepares, do not grow with the number of rows. Fewer go as a step each.
  */
 export function insertAfter(table: keyof DatabaseSchema, columns: readonly string[], values: InsertedValues, after: string): RawBuilder<unknown> {
   const list = sql.join(columns.map((column) => sql.ref(column)))
@@ -22,6 +22,20 @@ export function insertAfter(table: keyof DatabaseSchema, columns: readonly strin
   return sql`insert into ${sql.table(table)} (${list})
     ${rows}
     where exists (select 1 from ${sql.table(after)})`
+}
+
+/**
+ * Up to this many rows go in as steps of one row each, a parameter a value; more (an account with many
+ * webhook endpoints has a job for each) as one JSON parameter. A payment's two events as JSON cost node
+ * about 45,000 instructions a payment to escape the JSON their `data` holds, and PostgreSQL its parsing
+ * back (docs/performance.md, twenty-seventh pass); as row steps each `data` goes in as it is. A PostgreSQL
+ * union of parameters is typed text, not by the target columns, so rows cannot share one step's select.
+ */
+export const ROW_STEPS_MAX = 4
+
+/** `rows` as the steps that insert them (insertedValues each): one a row, or one for all of them. */
+export function insertSteps(rows: readonly object[]) {
+  return rows.length <= ROW_STEPS_MAX ? rows.map((row) => insertedValues([row])) : [insertedValues(rows)]
 }
 
 /** What a step inserts: one row's values, or the JSON array of several rows. */

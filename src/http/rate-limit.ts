@@ -181,8 +181,9 @@ function localLimit(perSecond: number, policy: string): onRequestHookHandler {
       window.startedAt = now
     }
     window.count++
-    reply.header('RateLimit-Policy', policy)
-    reply.header('RateLimit', header(Math.max(0, perSecond - window.count)))
+    // Lower case, as Fastify sends them, for the reason in request-context.ts setResponseHeaders.
+    reply.header('ratelimit-policy', policy)
+    reply.header('ratelimit', header(Math.max(0, perSecond - window.count)))
     if (window.count > perSecond) return done(errors.rateLimited(1))
     done()
   }

@@ -52,7 +52,11 @@ for (const kind of storeKinds()) {
       return {
         mandate: { amount_used: mandate.amount_used, uses_count: mandate.uses_count, status: mandate.status },
         payments: payments.map(({ id: _id, created_at: _c, updated_at: _u, ...rest }) => rest),
-        events: events.map((e) => ({ type: e.type, request_id: e.request_id, object: (JSON.parse(e.data) as { object: Payment }).object.status })),
+        events: events.map((e) => {
+          const { object } = JSON.parse(e.data) as { object: Payment }
+          // Amount and metadata too: the data each path wrote is the payment's JSON intact (quotes, backslashes).
+          return { type: e.type, request_id: e.request_id, object: object.status, amount: object.amount, metadata: object.metadata }
+        }),
         jobs: jobs.map((j) => ({ type: j.type, attempts: j.attempts, locked_until: j.locked_until })).sort((x, y) => x.type.localeCompare(y.type)),
         counts: await recordedCounts(t.store.db, PAYMENT_COUNTER, a.id),
         eventCounts: await recordedCounts(t.store.db, EVENT_COUNTER, a.id),
@@ -93,6 +97,45 @@ for (const kind of storeKinds()) {
         const stored = await db().selectFrom('payments').selectAll().where('id', '=', answered.id).executeTakeFirstOrThrow()
         assert.equal(stored.amount, 250)
         assert.equal(answered.status, method === 'card' ? 'succeeded' : 'pending')
+      })
+    }
+
+    // A single-use mandate's payment writes three events (created, succeeded, mandate.consumed): with one
+    // endpoint three jobs, each event and job a row of its own in PostgreSQL's statement; with three, nine
+    // jobs, past ROW_STEPS_MAX (db/pg-statement.ts), which go as one JSON parameter.
+    for (const endpointCount of [1, 3]) {
+      test(`a single-use mandate consumed, ${endpointCount} endpoint(s): the same events and jobs as the general path`, async () => {
+        const withEndpoints = async () => {
+          const a = await t.account()
+          for (let i = 0; i < endpointCount; i++) {
+            const res = await a.request('POST', '/webhook_endpoints', { url: `https://8.8.8.8/hooks/${i}`, events: ['*'] })
+            assert.equal(res.status, 201, res.raw)
+          }
+          return a
+        }
+        const single = await withEndpoints()
+        const general = await withEndpoints()
+        const input = { amount: 300, payment_method: 'card', metadata: { note: 'it\'s "$w$" \\ €' } }
+        const m1 = await createMandate(t, single, { max_amount: 500 })
+        const m2 = await createMandate(t, general, { max_amount: 500 })
+        assert.ok(await writeOnce(single, { mandate_id: m1.id, ...input }), 'the single write took the payment')
+        await t.services.payments.create({ accountId: general.id, requestId: 'req_single' }, { mandate_id: m2.id, currency: 'USD', ...input } as CreatePaymentInput)
+
+        /** The account's events without ids and times, and how many delivery jobs each has. */
+        const written = async (a: TestAccount) => {
+          const events = await db().selectFrom('events').selectAll().where('account_id', '=', a.id).orderBy('id').execute()
+          const jobs = await db().selectFrom('jobs').select('payload').where('type', '=', 'webhook.deliver').execute()
+          const jobsOf = (eventId: string) => jobs.filter((j) => (JSON.parse(j.payload) as { event_id: string }).event_id === eventId).length
+          return events.filter((e) => e.type !== 'mandate.created').map((e) => {
+            const { object } = JSON.parse(e.data) as { object: Record<string, unknown> }
+            const { id: _id, created_at: _c, updated_at: _u, mandate_id: _m, last_payment_at: _l, expires_at: _e, ...rest } = object
+            return { type: e.type, request_id: e.request_id, object: rest, jobs: jobsOf(e.id) }
+          })
+        }
+        const mine = await written(single)
+        assert.deepEqual(mine.map((e) => [e.type, e.jobs]), [['payment.created', endpointCount], ['payment.succeeded', endpointCount], ['mandate.consumed', endpointCount]])
+        assert.deepEqual(mine, await written(general))
+        assert.deepEqual((await footprint(single, m1.id)).mandate, { amount_used: 300, uses_count: 1, status: 'consumed' })
       })
     }
 

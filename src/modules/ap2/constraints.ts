@@ -1,4 +1,5 @@
 import type { JWK } from 'jose'
+import { toTimestamp } from '../../lib/clock.js'
 import { normalizeCurrency } from '../../lib/currency.js'
 import { isObject, refuse } from './refusal.js'
 
@@ -217,7 +218,7 @@ const WINDOW_STEPS: Record<string, { days?: number, months?: number }> = {
 export function recurrenceFloor(frequency: string | null, now: Date): string {
   const window = frequency === null ? null : FREQUENCY_WINDOW[frequency as RecurrenceFrequency] ?? null
   const step = window === null ? undefined : WINDOW_STEPS[window]
-  if (!step) return now.toISOString()
+  if (!step) return toTimestamp(now)
   if (step.days !== undefined) return new Date(now.getTime() - step.days * 86_400_000).toISOString()
   const year = now.getUTCFullYear()
   const month = now.getUTCMonth() - step.months!

@@ -6,7 +6,7 @@ import { compilable, fromTemplate, insertRows } from '../../db/query-template.js
 import { batchedLookup } from '../../db/batched-lookup.js'
 import { countFromCounters, EVENT_COUNTER, foldCounts, PAYMENT_COUNTER, recordChanges } from '../../db/counters.js'
 import { reusableQuery } from '../../db/reusable-query.js'
-import { insertAfter, insertedValues } from '../../db/pg-statement.js'
+import { insertAfter, insertSteps } from '../../db/pg-statement.js'
 import type { DatabaseSchema, EventsTable, PaymentCountChangesTable, PaymentsTable, RefundsTable } from '../../db/schema.js'
 import { inBatches, insertJobs, type JobRow } from '../queue/repository.js'
 import type { IdempotencyRecord } from '../idempotency/repository.js'
@@ -253,7 +253,7 @@ export function writePlanStatement(kysely: Kysely<DatabaseSchema>, plan: Payment
     ['event_count_changes', countsOfEvents(plan.events), 'saved'],
     ['jobs', plan.jobs, 'saved'],
   ]
-  const steps = inserts.filter(([, rows]) => rows.length > 0).map(([table, rows, after]) => ({ table, after, ...insertedValues(rows) }))
+  const steps = inserts.flatMap(([table, rows, after]) => insertSteps(rows).map((step) => ({ table, after, ...step })))
   const shape = `write plan ${hold.shape} ${steps.map(({ table, shape }) => `${table} ${shape}`).join(' ')}`
   const values = [...hold.values, ...steps.flatMap((step) => step.values)]
   return fromTemplate(kysely, shape, values, (slots) => {
@@ -263,7 +263,7 @@ export function writePlanStatement(kysely: Kysely<DatabaseSchema>, plan: Payment
     return compilable(kysely, sql<{ saved: number }>`with ${sql.join([
       sql`held as (${hold.build(slots.slice(0, hold.values.length)).returning('id')})`,
       sql`saved as (${saved} returning 1)`,
-      ...rest.map((step, i) => sql`${sql.id(`${steps[i + 1]!.table}_written`)} as (${step})`),
+      ...rest.map((step, i) => sql`${sql.id(`${steps[i + 1]!.table}_written_${i + 1}`)} as (${step})`),
     ])} select (select count(*) from saved) as saved`)
   })
 }

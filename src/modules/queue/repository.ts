@@ -1,6 +1,7 @@
 import type { Executor } from '../../db/database.js'
 import { forUpdateSkipLocked } from '../../db/dialect.js'
 import type { JobsTable } from '../../db/schema.js'
+import { toTimestamp } from '../../lib/clock.js'
 import { newId } from '../../lib/ids.js'
 
 /**
@@ -22,11 +23,11 @@ export function jobRow(job: NewJob, now: Date): JobRow {
     id: newId('job', now),
     type: job.type,
     payload: JSON.stringify(job.payload),
-    run_at: job.runAt.toISOString(),
+    run_at: toTimestamp(job.runAt),
     attempts: 0,
     locked_until: null,
     last_error: null,
-    created_at: now.toISOString(),
+    created_at: toTimestamp(now),
   }
 }
 
