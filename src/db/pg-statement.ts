@@ -27,7 +27,7 @@ export function insertAfter(table: keyof DatabaseSchema, columns: readonly strin
 /**
  * Up to this many rows go in as steps of one row each, a parameter a value; more (an account with many
  * webhook endpoints has a job for each) as one JSON parameter. A payment's two events as JSON cost node
- * about 45,000 instructions a payment to escape the JSON their `data` holds, and PostgreSQL its parsing
+ * about 47,000 instructions a payment to escape the JSON their `data` holds, and PostgreSQL its parsing
  * back (docs/performance.md, twenty-seventh pass); as row steps each `data` goes in as it is. A PostgreSQL
  * union of parameters is typed text, not by the target columns, so rows cannot share one step's select.
  */

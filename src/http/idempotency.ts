@@ -104,7 +104,8 @@ function answer(reply: FastifyReply, record: IdempotencyRecord) {
 
 function replay(reply: FastifyReply, record: IdempotencyRecord, use: KeyUse) {
   if (record.fingerprint !== use.fingerprint) throw errors.idempotencyKeyReused()
-  return answer(reply.header('Idempotent-Replayed', 'true'), record)
+  // Lower case, as Fastify sends it, for the reason in request-context.ts setResponseHeaders.
+  return answer(reply.header('idempotent-replayed', 'true'), record)
 }
 
 /**

@@ -126,8 +126,8 @@ export async function registerRateLimit(app: FastifyInstance, deps: RateLimitDep
     }
     if (result.isAllowed) return undefined
     const reset = Math.max(1, result.ttlInSeconds)
-    reply.header('RateLimit-Policy', failurePolicy)
-    reply.header('RateLimit', `"${AUTH_POLICY}";r=${result.remaining};t=${reset}`)
+    reply.header('ratelimit-policy', failurePolicy)
+    reply.header('ratelimit', `"${AUTH_POLICY}";r=${result.remaining};t=${reset}`)
     return result.isExceeded ? reset : undefined
   }
   app.decorate('countAuthFailure', countAuthFailure)
@@ -143,8 +143,8 @@ export async function registerRateLimit(app: FastifyInstance, deps: RateLimitDep
     }
     if (result.isAllowed) return
     const reset = Math.max(1, result.ttlInSeconds)
-    reply.header('RateLimit-Policy', policy)
-    reply.header('RateLimit', `"${POLICY}";r=${result.remaining};t=${reset}`)
+    reply.header('ratelimit-policy', policy)
+    reply.header('ratelimit', `"${POLICY}";r=${result.remaining};t=${reset}`)
     if (result.isExceeded) throw errors.rateLimited(reset)
   }
   return limit

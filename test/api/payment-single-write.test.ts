@@ -13,6 +13,7 @@ import { createSingleWrite } from '../../src/modules/payments/single-write.js'
 import type { CreatePaymentInput, Payment } from '../../src/modules/payments/schemas.js'
 import { EVENT_COUNTER, PAYMENT_COUNTER } from '../../src/db/counters.js'
 import { recordedCounts } from '../helpers/counts.js'
+import { ROW_STEPS_MAX } from '../../src/db/pg-statement.js'
 
 /**
  * The single write of a common payment (modules/payments/single-write.ts) against the general path it
@@ -54,7 +55,7 @@ for (const kind of storeKinds()) {
         payments: payments.map(({ id: _id, created_at: _c, updated_at: _u, ...rest }) => rest),
         events: events.map((e) => {
           const { object } = JSON.parse(e.data) as { object: Payment }
-          // Amount and metadata too: the data each path wrote is the payment's JSON intact (quotes, backslashes).
+          // Amount and metadata too: the data each path wrote is the payment's JSON intact.
           return { type: e.type, request_id: e.request_id, object: object.status, amount: object.amount, metadata: object.metadata }
         }),
         jobs: jobs.map((j) => ({ type: j.type, attempts: j.attempts, locked_until: j.locked_until })).sort((x, y) => x.type.localeCompare(y.type)),
@@ -103,6 +104,9 @@ for (const kind of storeKinds()) {
     // A single-use mandate's payment writes three events (created, succeeded, mandate.consumed): with one
     // endpoint three jobs, each event and job a row of its own in PostgreSQL's statement; with three, nine
     // jobs, past ROW_STEPS_MAX (db/pg-statement.ts), which go as one JSON parameter.
+    test('one endpoint\'s jobs go as row steps, three endpoints\' as JSON: the cases below straddle ROW_STEPS_MAX', () => {
+      assert.ok(ROW_STEPS_MAX >= 3 && ROW_STEPS_MAX < 9, String(ROW_STEPS_MAX))
+    })
     for (const endpointCount of [1, 3]) {
       test(`a single-use mandate consumed, ${endpointCount} endpoint(s): the same events and jobs as the general path`, async () => {
         const withEndpoints = async () => {

@@ -14,7 +14,9 @@ test('the same text as toISOString: minute, second and millisecond edges, far ye
   const times = [
     0, 1, 59_999, 60_000, 60_001, -1, -59_999, -60_000, -60_001, 999, 1000, 1001,
     Date.UTC(1999, 11, 31, 23, 59, 59, 999), Date.UTC(2000, 0, 1), Date.UTC(2024, 1, 29, 12, 0, 0, 7),
-    Date.UTC(9999, 11, 31, 23, 59, 59, 999), Date.UTC(10000, 0, 1), Date.UTC(-1, 0, 1, 0, 0, 0, 1), Date.UTC(0, 0, 1),
+    Date.UTC(9999, 11, 31, 23, 59, 59, 999), Date.UTC(10000, 0, 1), Date.UTC(-1, 0, 1, 0, 0, 0, 1),
+    // The year 0 (Date.UTC takes 0-99 as 1900-1999) and the last millisecond before it, in six digits.
+    Date.parse('0000-01-01T00:00:00.000Z'), Date.parse('0000-01-01T00:00:00.000Z') - 1,
     MAX, -MAX, MAX - 1, -MAX + 1,
   ]
   for (const ms of times) assert.equal(toTimestamp(new Date(ms)), new Date(ms).toISOString(), String(ms))

@@ -218,6 +218,8 @@ const WINDOW_STEPS: Record<string, { days?: number, months?: number }> = {
 export function recurrenceFloor(frequency: string | null, now: Date): string {
   const window = frequency === null ? null : FREQUENCY_WINDOW[frequency as RecurrenceFrequency] ?? null
   const step = window === null ? undefined : WINDOW_STEPS[window]
+  // Now itself is formatted as every write's now is; a floor in the past keeps toISOString, not to push
+  // one of toTimestamp's two minutes out.
   if (!step) return toTimestamp(now)
   if (step.days !== undefined) return new Date(now.getTime() - step.days * 86_400_000).toISOString()
   const year = now.getUTCFullYear()
