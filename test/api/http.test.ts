@@ -97,7 +97,7 @@ for (const kind of storeKinds()) {
       })
 
       test('an unknown well-formed key: 401 invalid_api_key, not echoed', async () => {
-        for (const key of [`sk_${randomBase62(40)}`, `rk_${randomBase62(40)}`]) {
+        for (const key of [`sk_${randomBase62(40)}`, `rk_${randomBase62(40)}`, `ak_${randomBase62(128)}`]) {
           const res = await t.inject({ method: 'GET', url: '/wishes', headers: { authorization: `Bearer ${key}` } })
           assertError(res, 401, 'authentication_error', 'invalid_api_key')
           assertNotEchoed(res, key)
@@ -113,6 +113,9 @@ for (const kind of storeKinds()) {
           `${a.key.slice(0, 3)}${'-'.repeat(40)}`,
           a.key.toUpperCase(),
           `sk_${randomBase62(40)}_${randomBase62(8)}`,
+          // Longer than any key: refused before it is hashed (accounts/service.ts).
+          `sk_${randomBase62(129)}`,
+          `sk_${'a'.repeat(8000)}`,
         ]
         for (const key of malformed) {
           const res = await t.inject({ method: 'GET', url: '/wishes', headers: { authorization: `Bearer ${key}` } })

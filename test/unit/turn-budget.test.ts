@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import net from 'node:net'
 import { describe, test } from 'node:test'
 import Fastify from 'fastify'
-import { registerTurnBudget, requestCost, turnBudget, WRITE_COST } from '../../src/http/turn-budget.js'
+import { COMPACT_AFTER, registerTurnBudget, requestCost, turnBudget, WRITE_COST } from '../../src/http/turn-budget.js'
 
 const nextTurn = () => new Promise<void>((resolve) => { setImmediate(resolve) })
 
@@ -29,6 +29,44 @@ describe('turn budget', () => {
     await nextTurn()
     await nextTurn()
     assert.deepEqual(order, ['a', 'b', 'c', 'd', 'e'])
+  })
+
+  test('a queue that is never drained for thousands of requests starts each once, in arrival order, within budget', async () => {
+    // Requests of uneven costs arrive every turn for 40 turns, so the queue only drains at the end: it is
+    // read past COMPACT_AFTER taken entries and drops what it took while others still wait (a cost read
+    // from the wrong entry after that shows as a turn that spent too little or too much).
+    const budget = 100
+    const admit = turnBudget(budget)
+    const costOf = (id: number) => 1 + (Math.imul(id, 2654435761) >>> 29)
+    const started: number[][] = [[]]
+    let arrived = 0
+    const arrive = (count: number) => {
+      for (let i = 0; i < count; i++) {
+        const id = arrived++
+        admit(() => started.at(-1)!.push(id), costOf(id))
+      }
+    }
+    arrive(COMPACT_AFTER * 2)
+    let turns = 0
+    while (started.flat().length < arrived && turns < 1000) {
+      started.push([])
+      if (turns++ < 40) arrive(budget / 4)
+      await nextTurn()
+    }
+    assert.ok(arrived > COMPACT_AFTER * 3 / 2 + budget, `${arrived} arrived`)
+    assert.deepEqual(started.flat(), Array.from({ length: arrived }, (_, i) => i))
+    // Each turn started requests while its budget lasted: all but its last fit within the budget, and
+    // every turn but the last spent it all.
+    const turnsStarted = started.filter((turn) => turn.length > 0)
+    for (const [i, turn] of turnsStarted.entries()) {
+      const sum = turn.reduce((total, id) => total + costOf(id), 0)
+      assert.ok(sum - costOf(turn.at(-1)!) < budget && (i === turnsStarted.length - 1 || sum >= budget), `turn ${i} spent ${sum}`)
+    }
+    // Drained, it starts the next request at once.
+    let startedNow = false
+    await nextTurn()
+    admit(() => { startedNow = true })
+    assert.ok(startedNow)
   })
 
   test('a write costs two units of the budget, a read one; the turn that overdraws is the last to start', async () => {

@@ -6,6 +6,8 @@ export type Scope = 'read' | 'write' | 'agent'
 
 const PREFIX_BY_SCOPE: Record<Scope, string> = { write: 'sk_', read: 'rk_', agent: 'ak_' }
 const KEY_PATTERN = /^(sk|rk|ak)_[0-9A-Za-z]{32,128}$/
+/** The longest key KEY_PATTERN accepts: a prefix, its underscore and 128 characters. */
+export const KEY_MAX_LENGTH = 3 + 128
 /** Random part of a new key: 40 base62 characters, about 238 bits. */
 const RANDOM_LENGTH = 40
 /** What is kept in clear for people to recognise a key: "sk_" plus 5 characters. */
