@@ -13,9 +13,11 @@
  *
  * Why: the machine's speed moves by ±10-15 % between runs minutes apart, more than most single changes
  * gain, so bench/compare-builds.ts needs many rounds to tell two builds apart. An instruction count is the
- * same whatever the machine is doing: rounds of one build agree within about 1 % (docs/performance.md,
+ * same whatever the machine's speed: rounds of one build agree within about 1 % (docs/performance.md,
  * twenty-fifth pass), except that V8's tiering now and then leaves one function on a slower path for a
- * whole round, which the median hides. It counts no kernel work and no cache misses, so it is a check on
+ * whole round, which the median hides. Run it on an otherwise idle machine all the same: with the test suite running
+ * beside it, a GET counted 250k on JavaScript's thread instead of 200k (twenty-eighth pass), since how
+ * requests group into turns and batches, and how often the heap is collected, follow the timing. It counts no kernel work and no cache misses, so it is a check on
  * the process's own work, not a replacement for the timed runs. Needs valgrind (`apt-get install valgrind`);
  * a request costs about a hundred times its time under it, so a round takes about half a minute.
  */
