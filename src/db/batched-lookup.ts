@@ -16,6 +16,26 @@ interface Waiting {
 
 let lookups = 0
 
+/** The two characters a quoted element of an array literal escapes, with a backslash. */
+const ESCAPED_IN_ELEMENT = /[\\"]/g
+
+/**
+ * The text[] literal of `values`, each element quoted (`{"a","b\\"c"}`): what node-pg writes for an
+ * array of strings (its `arrayString`), which escaped every element with two regular-expression replaces
+ * in code V8 left at its baseline tier, about 1,500 instructions an element, 4,800 a PostgreSQL GET
+ * (callgrind, docs/performance.md, twenty-ninth pass). Keys rarely hold either character, so most are
+ * copied as they are.
+ */
+export function textArrayLiteral(values: readonly string[]): string {
+  let literal = '{'
+  for (let i = 0; i < values.length; i++) {
+    const value = values[i]!
+    const element = value.includes('"') || value.includes('\\') ? value.replace(ESCAPED_IN_ELEMENT, '\\$&') : value
+    literal += i === 0 ? `"${element}"` : `,"${element}"`
+  }
+  return `${literal}}`
+}
+
 /**
  * A lookup by key that PostgreSQL answers for many callers in one round trip. Lookups through the
  * database itself (not a transaction) submitted in the same turn of the event loop go together as one
@@ -83,8 +103,8 @@ export function batchedLookup<R, A extends string[]>(
   async function lookUp(db: Executor, chunk: Waiting[]): Promise<void> {
     let rows: Array<Record<string, unknown>>
     try {
-      // One array a field, its n-th element the n-th caller's; node-pg writes each as an array literal.
-      const columns = fields.map((_, n) => chunk.map((w) => w.args[n]))
+      // One array a field, its n-th element the n-th caller's, sent as its text[] literal.
+      const columns = fields.map((_, n) => textArrayLiteral(chunk.map((w) => w.args[n]!)))
       const answer = await db.executeQuery(fromTemplate(db, shape, columns, (slots) => compilable(db, many(keysRelation(slots)))))
       rows = answer.rows as Array<Record<string, unknown>>
     } catch (error) {

@@ -1,4 +1,5 @@
 import { type RawBuilder, sql } from 'kysely'
+import { columnListName } from './query-template.js'
 import type { DatabaseSchema } from './schema.js'
 
 /**
@@ -33,23 +34,42 @@ export function insertAfter(table: keyof DatabaseSchema, columns: readonly strin
  */
 export const ROW_STEPS_MAX = 4
 
-/** `rows` as the steps that insert them (insertedValues each): one a row, or one for all of them. */
-export function insertSteps(rows: readonly object[]) {
-  return rows.length <= ROW_STEPS_MAX ? rows.map((row) => insertedValues([row])) : [insertedValues(rows)]
+/** Appends to `steps` the steps that insert `rows` into `table` after `after`: one a row, or one for all of them. */
+export function addInsertSteps(steps: InsertStep[], table: keyof DatabaseSchema, rows: readonly object[], after: string): void {
+  if (rows.length > ROW_STEPS_MAX) steps.push(insertStep(table, rows, after))
+  else for (const row of rows) steps.push(insertStep(table, [row], after))
 }
 
 /** What a step inserts: one row's values, or the JSON array of several rows. */
 export type InsertedValues = { row: readonly unknown[] } | { json: unknown }
 
 /**
- * How `rows` travel (see insertAfter): their columns, their shape for a template (query-template.ts), their
- * values in order, and the step's InsertedValues from the slots that stand for those values.
+ * How `rows` travel into `table` (see insertAfter): their columns, their shape for a template
+ * (query-template.ts: the table, the kind and the column list's name), their values in order, and the
+ * step's InsertedValues from the slots that stand for those values.
  */
-export function insertedValues(rows: readonly object[]) {
+export interface InsertStep {
+  table: keyof DatabaseSchema
+  after: string
+  columns: readonly string[]
+  shape: string
+  values: readonly unknown[]
+  slotted(slots: readonly unknown[]): InsertedValues
+}
+
+const asJson = (slots: readonly unknown[]): InsertedValues => ({ json: slots[0] })
+const asRow = (slots: readonly unknown[]): InsertedValues => ({ row: slots })
+
+function insertStep(table: keyof DatabaseSchema, rows: readonly object[], after: string): InsertStep {
   const columns = Object.keys(rows[0]!)
-  if (rows.length > 1) {
-    return { columns, shape: `json(${columns.join()})`, values: [JSON.stringify(rows)], slotted: (slots: readonly unknown[]): InsertedValues => ({ json: slots[0] }) }
+  const many = rows.length > 1
+  return {
+    table,
+    after,
+    columns,
+    shape: `${table} ${many ? 'json' : 'row'}${columnListName(columns)}`,
+    // Object.values lists a row's values in the order Object.keys lists its names.
+    values: many ? [JSON.stringify(rows)] : Object.values(rows[0]!),
+    slotted: many ? asJson : asRow,
   }
-  const row = rows[0] as Record<string, unknown>
-  return { columns, shape: `row(${columns.join()})`, values: columns.map((column) => row[column]), slotted: (slots: readonly unknown[]): InsertedValues => ({ row: slots }) }
 }

@@ -40,7 +40,11 @@ export function fromTemplate<R>(db: Executor, shape: string, values: readonly un
     templates.set(shape, template = { query, valueOf })
   }
   const { query, valueOf } = template
-  return { ...query, parameters: valueOf.map((v, i) => (v === -1 ? query.parameters[i] : values[v])) } as CompiledQuery<R>
+  const parameters = new Array<unknown>(valueOf.length)
+  for (let i = 0; i < valueOf.length; i++) parameters[i] = valueOf[i] === -1 ? query.parameters[i] : values[valueOf[i]!]
+  // Named members rather than a spread of the query, which V8 copied through its runtime, about 1,100
+  // instructions a query (docs/performance.md, twenty-ninth pass).
+  return { query: query.query, queryId: query.queryId, sql: query.sql, parameters } as CompiledQuery<R>
 }
 
 /** A raw SQL statement as a template's `build` result. */
@@ -58,42 +62,73 @@ export function compiled<R>(statement: Compilable<R> | CompiledQuery<R>): Compil
 
 type Table = keyof DatabaseSchema & string
 
-/** A row's columns that have a value, in order: Kysely's `values()` leaves an undefined one out. */
-function definedColumns(row: Record<string, unknown>): string[] {
-  const columns: string[] = []
-  for (const column of Object.keys(row)) if (row[column] !== undefined) columns.push(column)
-  return columns
+/** Column lists named so far (columnListName), by their number of columns. */
+const columnListsByLength = new Map<number, Array<{ columns: readonly string[], name: string }>>()
+let columnListsNamed = 0
+/** Lists named at most (our rows have a few dozen); past it a list is named by its own text. */
+const MAX_COLUMN_LISTS = 1000
+
+/**
+ * A short name for a list of column names, the same for every list of the same names in the same order,
+ * for a template's shape: `#3`, or the names in parentheses once MAX_COLUMN_LISTS are named (no name of
+ * the one kind can be of the other). It is found by comparing the list with those of its length named
+ * before, name by name: a row's property names are V8's internalised strings, so each comparison is of
+ * two pointers. Joining the names made a text of hundreds of characters a payment, which the template's
+ * Map then hashed whole (docs/performance.md, twenty-ninth pass).
+ */
+export function columnListName(columns: readonly string[]): string {
+  let named = columnListsByLength.get(columns.length)
+  if (named === undefined) columnListsByLength.set(columns.length, named = [])
+  for (let n = 0; n < named.length; n++) if (sameNames(named[n]!.columns, columns)) return named[n]!.name
+  if (columnListsNamed >= MAX_COLUMN_LISTS) return `(${columns.join()})`
+  const name = `#${columnListsNamed++}`
+  named.push({ columns: [...columns], name })
+  return name
 }
 
-/** Whether a row's columns that have a value are exactly `columns`, in that order. */
-function hasColumns(row: Record<string, unknown>, columns: readonly string[]): boolean {
-  let i = 0
-  for (const column of Object.keys(row)) {
-    if (row[column] === undefined) continue
-    if (columns[i++] !== column) return false
+/** Two lists of the same length hold the same names in the same order. */
+function sameNames(a: readonly string[], b: readonly string[]): boolean {
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
+}
+
+/**
+ * A row's columns that have a value and their values, in order: Kysely's `values()` leaves an undefined
+ * one out. Object.keys and Object.values list a row's members in the same order, without a load by a
+ * name V8 cannot predict for each (docs/performance.md, twenty-ninth pass).
+ */
+function definedColumns(row: Record<string, unknown>): { columns: string[], values: unknown[] } {
+  const columns = Object.keys(row)
+  const values = Object.values(row)
+  if (!values.includes(undefined)) return { columns, values }
+  const defined = { columns: [] as string[], values: [] as unknown[] }
+  for (let i = 0; i < columns.length; i++) {
+    if (values[i] === undefined) continue
+    defined.columns.push(columns[i]!)
+    defined.values.push(values[i])
   }
-  return i === columns.length
+  return defined
 }
 
 /**
  * `insert into <table> (<columns>) values ...` for rows that name the same columns (as Kysely's
  * `values()` does, a column whose value is undefined is left out), from a template per table, column list
  * and row count. Rows that name different columns are built by Kysely as usual. Every payment runs it
- * three to five times, so it lists the first row's columns once, checks each other row against that list
- * in place and joins the list once (docs/performance.md, eighth pass).
+ * three to five times, so it lists each row's columns once and compares them with the first row's
+ * (docs/performance.md, eighth pass); the shape names the list by columnListName.
  */
 export function insertRows<T extends Table>(db: Executor, table: T, rows: readonly Insertable<DatabaseSchema[T]>[]): Compilable<unknown> | CompiledQuery<unknown> {
   const records = rows as readonly Record<string, unknown>[]
-  const columns = records.length === 0 ? [] : definedColumns(records[0]!)
-  if (columns.length === 0 || !records.every((row, r) => r === 0 || hasColumns(row, columns))) {
-    return db.insertInto(table).values(rows as Insertable<DatabaseSchema[T]>[])
-  }
+  const first = records.length === 0 ? undefined : definedColumns(records[0]!)
+  const columns = first?.columns ?? []
+  if (columns.length === 0) return db.insertInto(table).values(rows as Insertable<DatabaseSchema[T]>[])
   const width = columns.length
-  const values: unknown[] = new Array(records.length * width)
-  for (let r = 0; r < records.length; r++) {
-    const row = records[r]!
-    for (let i = 0; i < width; i++) values[r * width + i] = row[columns[i]!]
+  const values = first!.values
+  for (let r = 1; r < records.length; r++) {
+    const row = definedColumns(records[r]!)
+    if (row.columns.length !== width || !sameNames(row.columns, columns)) return db.insertInto(table).values(rows as Insertable<DatabaseSchema[T]>[])
+    for (const value of row.values) values.push(value)
   }
-  return fromTemplate(db, `insert ${table} ${records.length} ${columns.join()}`, values, (slots) =>
+  return fromTemplate(db, `insert ${table} ${records.length} ${columnListName(columns)}`, values, (slots) =>
     db.insertInto(table).values(records.map((_, r) => Object.fromEntries(columns.map((c, i) => [c, slots[r * width + i]]))) as Insertable<DatabaseSchema[T]>[]))
 }

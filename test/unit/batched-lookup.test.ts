@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { sql } from 'kysely'
+import { textArrayLiteral } from '../../src/db/batched-lookup.js'
 import { type Database, type Executor, openDatabase } from '../../src/db/database.js'
 import { migrateToLatest } from '../../src/db/migrate.js'
 import { loadConfig } from '../../src/config.js'
@@ -146,6 +147,16 @@ describe('batched lookups (postgres)', { skip: !pgUrl && 'PostgreSQL only (TEST_
     assert.equal(await paymentBatches() - before, 1) // one batch, none of it looked up again key by key
     assert.deepEqual(found.map((p) => p?.id), [seeded.payments[0], ...odd, ...odd.map(() => undefined), seeded.payments[1]])
     assert.deepEqual(found.slice(1, 1 + odd.length).map((p) => p?.account_id), odd.map(() => seeded.accounts[0]))
+  })
+
+  test('a batch\'s text[] literal is read back by PostgreSQL as the strings it was made of', async () => {
+    const values = ['plain', '', 'NULL', 'null', 'a"b', '"', '\\', 'back\\slash\\', '\\"', 'comma,brace}{', ' spaced ', '\ttab\nline',
+      'ünï\u{1F600}', "it's", '{}', 'a,b', '$1', ...Array.from({ length: 40 }, (_, n) => String.fromCharCode(32 + n, 92, 34, 125 - n))]
+    const { rows } = await sql<{ v: string }>`select v from unnest(${textArrayLiteral(values)}::text[]) with ordinality as t(v, n) order by n`.execute(one.kysely)
+    assert.deepEqual(rows.map((row) => row.v), values)
+    assert.equal(textArrayLiteral([]), '{}')
+    const { rows: empty } = await sql<{ n: number }>`select cardinality(${textArrayLiteral([])}::text[]) as n`.execute(one.kysely)
+    assert.equal(empty[0]!.n, 0)
   })
 
   test('more keys in a turn than one query takes go as several, each answering its own callers', async () => {

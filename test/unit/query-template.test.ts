@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { sql } from 'kysely'
-import { fromTemplate, insertRows } from '../../src/db/query-template.js'
+import { columnListName, fromTemplate, insertRows } from '../../src/db/query-template.js'
 import { reusableQuery } from '../../src/db/reusable-query.js'
 import { type HoldRequest, holdQuery, holdStatement } from '../../src/modules/mandates/repository.js'
 import { migratedStoreForSuite } from '../helpers/suite-store.js'
@@ -11,6 +11,15 @@ import { storeKinds } from '../helpers/stores.js'
  * Templates (src/db/query-template.ts) compile to what Kysely builds each time, value for value, and
  * reusableQuery (src/db/reusable-query.ts), built on them, runs each call with its own arguments; on both stores.
  */
+test('a column list\'s name is the same for the same names in the same order, and differs otherwise', () => {
+  const lists = [['id', 'name'], ['name', 'id'], ['id'], ['id', 'name', 'created_at'], ['id', 'nam'], ['i', 'dname'], ['id,name'], []]
+  const names = lists.map((columns) => columnListName(columns))
+  assert.equal(new Set(names).size, lists.length, JSON.stringify(names))
+  // Other arrays of the same names, some of them made at run time, in any order of asking.
+  for (const [i, columns] of [...lists.entries()].reverse()) assert.equal(columnListName(columns.map((c) => `${c.slice(0, 1)}${c.slice(1)}`)), names[i])
+  assert.equal(columnListName(Object.keys({ id: 1, name: 2 })), names[0])
+})
+
 for (const kind of storeKinds()) {
   describe(`query templates (${kind.name})`, () => {
     const suite = migratedStoreForSuite(kind, async (db) => {
