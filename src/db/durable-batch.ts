@@ -4,9 +4,10 @@ import { secondsSince, SharedCommits } from './shared-commits.js'
 
 /**
  * The embedded store's one write path: every write, in a Kysely transaction, a group-commit piece or a
- * statement on its own, is a member of a durable batch. The first member opens `BEGIN IMMEDIATE`; each
- * member runs in a savepoint inside it (a transaction's rollback is `ROLLBACK TO` its savepoint, so it
- * fails alone); one `COMMIT` makes every member durable (synchronous=FULL: one fsync) and only then are
+ * statement on its own, is a member of a durable batch. The first member opens `BEGIN IMMEDIATE`; a
+ * Kysely transaction runs in a savepoint inside it (its rollback is `ROLLBACK TO` its savepoint, so it
+ * fails alone), while a statement alone and a group-commit piece, which decide before they write, run
+ * without one (runAlone); one `COMMIT` makes every member durable (synchronous=FULL: one fsync) and only then are
  * their callers answered. The COMMIT is issued by a flusher that takes the connection through the same
  * FIFO lock as everyone else, a turn after a member was released, so members already waiting for the
  * connection join first; a batch is also committed when it reaches `maxBatch` members, which bounds the
@@ -56,6 +57,13 @@ export interface Member {
   /** Set when its work met an error that ends the whole transaction. */
   fatal?: unknown
 }
+
+/** How work run alone in a batch ended (DurableBatch#runAlone). */
+export type AloneOutcome<T> =
+  /** Done (its result kept with its batch) or declined (result undefined, nothing kept). */
+  | { ok: true, result: T | undefined, batch: Batch }
+  /** Failed; `ended`: no transaction is left to run more work in (the rest of a group cannot run). */
+  | { ok: false, error: unknown, ended: boolean }
 
 function newBatch(): Batch {
   let resolve!: () => void
@@ -147,17 +155,48 @@ export class DurableBatch {
    * a member of its own; the statement is its own savepoint (SQLite undoes a failed statement alone).
    */
   runStatement<T>(run: () => T): { result: T, batch: Batch } {
-    const batch = this.join()
+    const outcome = this.runAlone(run, () => false)
+    if (!outcome.ok) throw outcome.error
+    return outcome as { result: T, batch: Batch }
+  }
+
+  /**
+   * Under the lock: work that opens no savepoint of its own joins the open batch directly. A savepoint
+   * costs SQLite a copy of every page the work then changes (about 7 % of a payment's instructions,
+   * docs/performance.md, thirtieth pass), so work that decides before it writes does without. Until
+   * `written()` says it has written, its error or its decline (an undefined result) is its own: a failed
+   * statement SQLite undoes alone. Once it has, only the batch's rollback can undo its writes, so the batch
+   * fails with it, and every member in it is rejected, none of them answered yet.
+   */
+  runAlone<T>(work: () => T | undefined, written: () => boolean): AloneOutcome<T> {
+    let batch: Batch
     try {
-      const result = run()
-      batch.released++
-      this.scheduleFlush()
-      return { result, batch }
+      batch = this.join()
     } catch (error) {
-      if (!this.connection.inTransaction || isTransactionFatalSqliteError(error)) this.fail(batch, error)
-      else if (batch.released === 0) this.end(batch)
-      throw error
+      // BEGIN IMMEDIATE refused: another process holds the database's write lock.
+      return { ok: false, error, ended: true }
     }
+    let result: T | undefined
+    try {
+      result = work()
+    } catch (error) {
+      const ended = !this.connection.inTransaction || isTransactionFatalSqliteError(error)
+      if (ended || written()) this.fail(batch, error)
+      else if (batch.released === 0) this.end(batch)
+      return { ok: false, error, ended }
+    }
+    if (result === undefined) {
+      if (written()) {
+        const error = new Error('Work declined after it had written, which only its whole batch could undo')
+        this.fail(batch, error)
+        return { ok: false, error, ended: false }
+      }
+      if (batch.released === 0) this.end(batch)
+      return { ok: true, result, batch }
+    }
+    batch.released++
+    this.scheduleFlush()
+    return { ok: true, result, batch }
   }
 
   /** Under the lock: commits the open batch, if any, and answers its members. */

@@ -1,6 +1,5 @@
 import type { Compilable, CompiledQuery } from 'kysely'
 import type { Database, SqliteHandle } from './database.js'
-import { isTransactionFatalSqliteError } from './errors.js'
 import { allRows } from './sqlite-rows.js'
 import { insideTransactionOn, QueryInsideTransactionError } from './transaction-guard.js'
 
@@ -13,8 +12,11 @@ export interface SyncExecutor {
 }
 
 /**
- * Synchronous work on the database. Returning undefined declines: what it wrote is rolled back, as is
- * everything of work that throws; either way the rest of its group is unaffected.
+ * Synchronous work on the database. Returning undefined declines. Work has no savepoint of its own
+ * (durable-batch.ts, runAlone), so it must decide before it writes: declining or throwing before its first
+ * write (a statement that changed rows, or any statement `all` ran that is not read-only) leaves the
+ * rest of its group unaffected, and a statement that fails is undone alone by SQLite; after a write, its
+ * error or decline fails its whole batch, whose other members are rejected too.
  */
 export type GroupWork<T> = (exec: SyncExecutor) => T | undefined
 
@@ -34,8 +36,8 @@ export interface GroupCommit {
 /**
  * Group commit for the embedded store's synchronous work. Work submitted in the same turn of the event
  * loop, or while the connection is busy, runs under the connection's lock, each piece synchronously and
- * as a member of the open durable batch (durable-batch.ts: its own savepoint, one COMMIT for the batch,
- * which Kysely transactions share), and no caller hears back before that COMMIT made its work durable. No
+ * as a member of the open durable batch (durable-batch.ts: without a savepoint, see GroupWork; one COMMIT
+ * for the batch, which Kysely transactions share), and no caller hears back before that COMMIT made its work durable. No
  * other query runs in the middle of a piece. Never submit from inside a Kysely transaction: the group
  * would wait for the connection that transaction holds (it is refused: db/transaction-guard.ts).
  *
@@ -51,50 +53,45 @@ export function createGroupCommit(db: Pick<Database, 'kysely'> & { sqlite: Sqlit
   let scheduled = false
 
   const compiledOf = <R>(query: Compilable<R> | CompiledQuery<R>) => ('compile' in query ? query.compile() : query)
+  /** Whether the piece running now has written (GroupWork): what decides if its failure is its own. */
+  let written = false
   const exec: SyncExecutor = {
     all<R>(query: Compilable<R> | CompiledQuery<R>): R[] {
       const compiled = compiledOf(query)
-      return allRows(sqlite.prepare(compiled.sql), compiled.parameters) as R[]
+      const statement = sqlite.prepare(compiled.sql)
+      const rows = allRows(statement, compiled.parameters) as R[]
+      // A statement that returns rows may write too (`returning`); better-sqlite3 knows which may.
+      if (!statement.readonly) written = true
+      return rows
     },
     run(query: Compilable<unknown> | CompiledQuery<unknown>): number {
       const compiled = compiledOf(query)
-      return sqlite.prepare(compiled.sql).run(compiled.parameters as unknown[]).changes
+      // better-sqlite3 counts a statement's own changes: 0 for one that matched no row, which wrote nothing.
+      const changes = sqlite.prepare(compiled.sql).run(compiled.parameters as unknown[]).changes
+      if (changes > 0) written = true
+      return changes
     },
   }
 
-  /** Runs the group's pieces as batch members; answers each once its batch settled. */
+  /** Runs the group's pieces in the open batch; answers each once its batch settled. */
   function runGroup(group: Pending[]): void {
     for (let i = 0; i < group.length; i++) {
       const item = group[i]!
-      let member
-      try {
-        member = batch.begin()
-      } catch (error) {
-        // BEGIN IMMEDIATE refused (the database is locked by another process): the rest cannot run.
-        for (const rest of group.slice(i)) rest.reject(error)
-        return
+      written = false
+      const outcome = batch.runAlone(() => item.work(exec), () => written)
+      if (outcome.ok) {
+        const { result, batch: joined } = outcome
+        if (result === undefined) item.resolve(undefined)
+        else joined.durable.then(() => item.resolve(result), item.reject)
+        continue
       }
-      try {
-        const value = item.work(exec)
-        if (value === undefined) {
-          batch.rollback(member)
-          item.resolve(undefined)
-        } else {
-          batch.release(member)
-          member.batch.durable.then(() => item.resolve(value), item.reject)
-        }
-      } catch (error) {
-        // Some errors end the whole transaction, or call for ending it (SQLite's advice for a full disk,
-        // an I/O error, no memory, a lock it could not get): the batch fails, and with it the rest of
-        // this group, none of which was answered.
-        const fatal = !connection.inTransaction || isTransactionFatalSqliteError(error)
-        if (fatal) member.fatal = error
-        batch.rollback(member, error)
-        item.reject(error)
-        if (fatal) {
-          for (const rest of group.slice(i + 1)) rest.reject(error)
-          return
-        }
+      item.reject(outcome.error)
+      // No transaction is left to run in: BEGIN IMMEDIATE was refused (another process holds the lock), or
+      // an error ended the transaction or calls for ending it (SQLite's advice for a full disk, an I/O
+      // error, no memory, a lock it could not get). The rest of this group fails too, none of it answered.
+      if (outcome.ended) {
+        for (const rest of group.slice(i + 1)) rest.reject(outcome.error)
+        return
       }
     }
   }

@@ -237,6 +237,14 @@ for (const kind of storeKinds()) {
       t.clock.advance(t.config.idempotencyTtlSeconds * 1000 + 1000)
       assert.equal(await writeOnce(a, { mandate_id: m.id }, 'k-live'), undefined)
       assert.deepEqual(await footprint(a, m.id), before)
+      // Sent at once, a taken key and new ones: on SQLite they share a group commit, whose pieces have no
+      // savepoint; the taken key is turned away before its first write, so the others are kept.
+      const together = await Promise.all([writeOnce(a, { mandate_id: m.id }), writeOnce(a, { mandate_id: m.id }, 'k-live'), writeOnce(a, { mandate_id: m.id })])
+      assert.deepEqual(together.map((record) => record === undefined), [false, true, false])
+      const after = await footprint(a, m.id)
+      assert.equal(after.payments.length, before.payments.length + 2)
+      assert.equal(after.keys, before.keys + 2)
+      assert.equal(after.mandate.amount_used, before.mandate.amount_used + 200)
       // Past its retention the key is new again: the general path overwrites the record.
       const again = await a.request('POST', '/payments', { mandate_id: m.id, amount: 100, idempotency_key: 'k-live' })
       assert.equal(again.status, 201, again.raw)

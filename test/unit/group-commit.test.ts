@@ -47,19 +47,44 @@ describe('group commit', () => {
     assert.equal(committed().length, 10)
   })
 
-  test('work that declines or throws is rolled back alone; the rest of its group commits', async () => {
+  test('work that declines or fails before it writes fails alone; the rest of its group commits', async () => {
     const answers = await Promise.allSettled([
       group.submit((exec) => { exec.run(insert('kept-1')); return 'ok' }),
-      group.submit((exec) => { exec.run(insert('declined')); return undefined }),
-      group.submit((exec) => { exec.run(insert('thrown')); throw new Error('boom') }),
+      group.submit((exec) => { exec.all(kysely.selectFrom('items').select('id')); return undefined }),
+      // An update that matches no row wrote nothing: the piece may still decline.
+      group.submit((exec) => { exec.run(kysely.updateTable('items').set({ id: 'x' }).where('id', '=', 'absent')); return undefined }),
+      group.submit(() => { throw new Error('boom') }),
+      // The failed statement is undone by SQLite alone; nothing was written before it.
       group.submit((exec) => { exec.run(insert('kept-1')); return 'duplicate' }),
       group.submit((exec) => { exec.run(insert('kept-2')); return exec.all(kysely.selectFrom('items').select('id').orderBy('id')).map((r) => r.id) }),
     ])
-    assert.deepEqual(answers.map((a) => a.status), ['fulfilled', 'fulfilled', 'rejected', 'rejected', 'fulfilled'])
+    assert.deepEqual(answers.map((a) => a.status), ['fulfilled', 'fulfilled', 'fulfilled', 'rejected', 'rejected', 'fulfilled'])
     assert.equal((answers[1] as PromiseFulfilledResult<unknown>).value, undefined)
-    assert.match(String((answers[3] as PromiseRejectedResult).reason), /UNIQUE/)
-    assert.deepEqual((answers[4] as PromiseFulfilledResult<unknown>).value, ['kept-1', 'kept-2'], 'later work sees earlier work of its group, not what was undone')
+    assert.equal((answers[2] as PromiseFulfilledResult<unknown>).value, undefined)
+    assert.match(String((answers[4] as PromiseRejectedResult).reason), /UNIQUE/)
+    assert.deepEqual((answers[5] as PromiseFulfilledResult<unknown>).value, ['kept-1', 'kept-2'], 'later work sees earlier work of its group')
     assert.deepEqual(committed(), ['kept-1', 'kept-2'])
+  })
+
+  test('work that fails or declines after it wrote fails its whole batch; the work after it commits in the next', async () => {
+    const boom = new Error('boom after a write')
+    const answers = await Promise.allSettled([
+      group.submit((exec) => { exec.run(insert('a')); return 'a' }),
+      group.submit((exec) => { exec.run(insert('b')); throw boom }),
+      group.submit((exec) => { exec.run(insert('c')); return 'c' }),
+      group.submit((exec) => { exec.run(insert('d')); return undefined }),
+      // A statement through `all` that may write counts as a write, whatever it returned.
+      group.submit((exec) => { exec.run(insert('e')); return 'e' }),
+      group.submit((exec) => { exec.all(kysely.insertInto('items').values({ id: 'f' }).returning('id')); return undefined }),
+      group.submit((exec) => { exec.run(insert('g')); return 'g' }),
+    ])
+    assert.deepEqual(answers.map((a) => a.status), ['rejected', 'rejected', 'rejected', 'rejected', 'rejected', 'rejected', 'fulfilled'])
+    assert.equal((answers[0] as PromiseRejectedResult).reason, boom, 'the batch\'s earlier member hears why it failed')
+    assert.equal((answers[1] as PromiseRejectedResult).reason, boom)
+    assert.match(String((answers[3] as PromiseRejectedResult).reason), /declined after it had written/)
+    assert.equal((answers[2] as PromiseRejectedResult).reason, (answers[3] as PromiseRejectedResult).reason)
+    assert.match(String((answers[5] as PromiseRejectedResult).reason), /declined after it had written/)
+    assert.deepEqual(committed(), ['g'], 'nothing of the failed batches was committed')
   })
 
   test('a group runs a few pieces a turn of the event loop, takes in work queued meanwhile, and still commits once', async () => {

@@ -4,7 +4,7 @@ import { isUniqueViolation } from '../../db/errors.js'
 import { rowToJson } from '../../db/dialect.js'
 import { tryAdvisoryXactLock } from '../../db/locking.js'
 import { batchedLookup } from '../../db/batched-lookup.js'
-import { insertRows } from '../../db/query-template.js'
+import { fromTemplate, insertRows } from '../../db/query-template.js'
 import type { IdempotencyKeysTable } from '../../db/schema.js'
 
 export type IdempotencyRecord = IdempotencyKeysTable
@@ -66,6 +66,16 @@ export async function claimKey(trx: Executor, accountId: string, key: string, no
  */
 export function insertNew(db: Executor, record: IdempotencyRecord) {
   return insertRows(db, 'idempotency_keys', [record])
+}
+
+/**
+ * Whether (account, key) has a record, live or expired, which would fail insertNew: compiled once
+ * (db/query-template.ts), for the SQLite group commit's piece, which must decide before it writes.
+ */
+export function keyRecordedStatement(db: Executor, accountId: string, key: string) {
+  return fromTemplate<{ recorded: number }>(db, 'key recorded', [accountId, key], ([account, recordKey]) =>
+    db.selectFrom('idempotency_keys').select(sql<number>`1`.as('recorded'))
+      .where('account_id', '=', account!).where('idempotency_key', '=', recordKey!))
 }
 
 /** The failure of insertNew, or of a payment's write statement (payments/repository.ts): the key already has a record. */

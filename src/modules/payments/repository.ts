@@ -8,7 +8,7 @@ import { countFromCounters, EVENT_COUNTER, foldCounts, PAYMENT_COUNTER, recordCh
 import { reusableQuery } from '../../db/reusable-query.js'
 import { addInsertSteps, insertAfter, type InsertStep } from '../../db/pg-statement.js'
 import type { DatabaseSchema, EventsTable, PaymentCountChangesTable, PaymentsTable, RefundsTable } from '../../db/schema.js'
-import { inBatches, insertJobs, type JobRow } from '../queue/repository.js'
+import { insertJobs, type JobRow } from '../queue/repository.js'
 import type { IdempotencyRecord } from '../idempotency/repository.js'
 import type { Window } from '../../lib/paging.js'
 import { countsOfEvents } from '../events/repository.js'
@@ -200,15 +200,18 @@ export function enabledEndpointsStatement(db: Executor, accountId: string) {
     db.selectFrom('webhook_endpoints').select(['id', 'events']).where('account_id', '=', account!).where('status', '=', 'enabled'))
 }
 
-/** A plan's payment, events and jobs as statements, to run in order in a group commit (SQLite). */
+/**
+ * A plan's payment, events and jobs as statements, to run in order in a group commit (SQLite). An event or
+ * a job a statement: inside a transaction SQLite gives an insert of several rows a statement journal, a
+ * copy of every page it changes, which cost more than the statements it saves (docs/performance.md,
+ * thirtieth pass). The count changes stay one statement: their pages are one or two.
+ */
 export function planWriteQueries(db: Executor, plan: Pick<PaymentPlan, 'payment' | 'events' | 'jobs'>) {
-  return [
-    insertRows(db, 'payments', [plan.payment]),
-    recordChanges(db, PAYMENT_COUNTER, countsOfNew(plan.payment)),
-    insertRows(db, 'events', plan.events),
-    recordChanges(db, EVENT_COUNTER, countsOfEvents(plan.events)),
-    ...inBatches(plan.jobs).map((batch) => insertRows(db, 'jobs', batch)),
-  ]
+  const queries = [insertRows(db, 'payments', [plan.payment]), recordChanges(db, PAYMENT_COUNTER, countsOfNew(plan.payment))]
+  for (const event of plan.events) queries.push(insertRows(db, 'events', [event]))
+  queries.push(recordChanges(db, EVENT_COUNTER, countsOfEvents(plan.events)))
+  for (const job of plan.jobs) queries.push(insertRows(db, 'jobs', [job]))
+  return queries
 }
 
 type MandateAndEndpoints = { mandate: mandates.MandateRow | null, endpoints: { id: string, events: string }[] | null }

@@ -91,16 +91,19 @@ export function createSingleWrite(deps: { db: Database, clock: Clock, processor:
           const endpoints = exec.all(repo.enabledEndpointsStatement(kysely, ctx.accountId))
           const plan = oneWritePlan(planPayment({ ctx, input, mandate, endpoints, processor, now: clock.now() }), mandate)
           if (!plan) return undefined
+          const record = answerOf(plan, pending)
+          // A piece has no savepoint (db/group-commit.ts): a record under the key, live or expired, turns it
+          // away before its first write, where its insert would fail after the hold. The general path decides.
+          if (exec.all(records.keyRecordedStatement(kysely, record.account_id, record.idempotency_key)).length > 0) return undefined
           // The read above decided within this same synchronous section, so the hold cannot refuse here; it
           // stays the authority all the same, as everywhere else money moves.
           if (exec.run(mandates.holdStatement(kysely, plan.hold)) === 0) return undefined
-          const record = answerOf(plan, pending)
           exec.run(records.insertNew(kysely, record))
           for (const query of repo.planWriteQueries(kysely, plan)) exec.run(query)
           return record
         })
       } catch (error) {
-        // A record under the key, live or expired: this piece rolled back alone; the general path decides.
+        // Checked above; kept for a record that got there all the same, which failed this piece's batch.
         if (records.keyTaken(error)) return undefined
         throw error
       }
