@@ -1,6 +1,6 @@
 import type { Compilable, CompiledQuery } from 'kysely'
 import type { Database, SqliteHandle } from './database.js'
-import { allRows } from './sqlite-rows.js'
+import { allRows, runWrite } from './sqlite-rows.js'
 import { insideTransactionOn, QueryInsideTransactionError } from './transaction-guard.js'
 
 /** Runs Kysely-built queries synchronously on the SQLite connection, inside a group's transaction. */
@@ -67,7 +67,7 @@ export function createGroupCommit(db: Pick<Database, 'kysely'> & { sqlite: Sqlit
     run(query: Compilable<unknown> | CompiledQuery<unknown>): number {
       const compiled = compiledOf(query)
       // better-sqlite3 counts a statement's own changes: 0 for one that matched no row, which wrote nothing.
-      const changes = sqlite.prepare(compiled.sql).run(compiled.parameters as unknown[]).changes
+      const changes = runWrite(sqlite.prepare(compiled.sql), compiled.parameters).changes
       if (changes > 0) written = true
       return changes
     },

@@ -2,7 +2,7 @@ import { type CompiledQuery, type DatabaseConnection, type Driver, type QueryRes
 import type { StatementCache } from './database.js'
 import { type Batch, DurableBatch } from './durable-batch.js'
 import { isTransactionFatalSqliteError } from './errors.js'
-import { allRows } from './sqlite-rows.js'
+import { allRows, runWrite } from './sqlite-rows.js'
 import type { TurnSnapshot } from './turn-snapshot.js'
 import { assertNotInTransaction } from './transaction-guard.js'
 
@@ -38,7 +38,7 @@ const OUTSIDE_TRANSACTIONS = /^\s*(pragma|vacuum|attach|detach)\b/i
 
 function execute(statement: ReturnType<StatementCache['prepare']>, parameters: readonly unknown[]): QueryResult<unknown> {
   if (statement.reader) return { rows: allRows(statement, parameters) }
-  const { changes, lastInsertRowid } = statement.run(parameters as unknown[])
+  const { changes, lastInsertRowid } = runWrite(statement, parameters)
   return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] }
 }
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import SQLite from 'better-sqlite3'
-import { allRows } from '../../src/db/sqlite-rows.js'
+import { allRows, runWrite } from '../../src/db/sqlite-rows.js'
 
 /**
  * src/db/sqlite-rows.ts builds rows from better-sqlite3's arrays: every row must be what better-sqlite3's
@@ -43,5 +43,46 @@ describe('allRows (sqlite)', () => {
   test('the same statement answers the same way on every run', () => {
     const statement = db.prepare('select id, n from t where id = ?')
     for (const id of ['a', 'b', 'a']) assert.deepStrictEqual(allRows(statement, [id]), db.prepare('select id, n from t where id = ?').all(id))
+  })
+})
+
+/**
+ * allRows and runWrite hand a statement's parameters to better-sqlite3 as arguments of their own when that
+ * binds them the same as one array would: every kind of value binds as before, and a value that would
+ * mean something else as an argument (an array, a plain object) is refused as before, not reinterpreted.
+ */
+describe('parameters as arguments (sqlite)', () => {
+  const db = new SQLite(':memory:')
+  db.exec('create table p (a, b, c, d, e)')
+  const insert = db.prepare('insert into p values (?, ?, ?, ?, ?)')
+  const select = db.prepare('select * from p where rowid = ?')
+
+  test('strings, numbers, bigints, null and a Buffer bind as they do in an array', () => {
+    const values = ['text', 1.5, 9007199254740993n, null, Buffer.from([0, 255])]
+    const { changes, lastInsertRowid } = runWrite(insert, values)
+    assert.equal(changes, 1)
+    // A statement of its own: allRows made `select` return arrays.
+    assert.deepStrictEqual(allRows(select, [lastInsertRowid]), db.prepare('select * from p where rowid = ?').all([lastInsertRowid]))
+    assert.deepStrictEqual(Object.values((allRows(select, [lastInsertRowid]) as object[])[0]!), ['text', 1.5, 9007199254740992, null, Buffer.from([0, 255])])
+  })
+
+  test('an array or plain object among them is refused, as it is in an array; a one-element array is not unwrapped', () => {
+    for (const odd of [['one'], ['one', 'two'], { a: 1 }, new Date(0)]) {
+      const values = ['x', odd, 3, 4, 5]
+      assert.throws(() => insert.run(values), `better-sqlite3 refuses ${JSON.stringify(odd)} in an array`)
+      assert.throws(() => runWrite(insert, values), `and so does runWrite: ${JSON.stringify(odd)}`)
+      assert.throws(() => allRows(db.prepare('select ?, ?, ?, ?, ?'), values))
+    }
+  })
+
+  test('too few or too many values fail as they do in an array', () => {
+    assert.throws(() => runWrite(insert, [1, 2, 3, 4]), /Too few parameter values/)
+    assert.throws(() => runWrite(insert, [1, 2, 3, 4, 5, 6]), /Too many parameter values/)
+  })
+
+  test('past 256 values they go as one array, and still bind', () => {
+    const text = `select ${Array.from({ length: 1000 }, () => '?').join(' + ')} as total`
+    const values = Array.from({ length: 1000 }, (_, i) => i)
+    assert.deepStrictEqual(allRows(db.prepare(text), values), [{ total: 499500 }])
   })
 })
