@@ -13,6 +13,7 @@ import { pgbenchFloor, type PgbenchResult, pgbenchVersion } from './pgbench.js'
 import { ROOT, type RunningProcess, startHello, startLookup, startWishpay } from './processes.js'
 import { benchPostgresUrl, requireBenchPostgresUrl } from './postgres-url.js'
 import { describeCommits, scrapeCommits } from './server-commits.js'
+import { describeDurations, scrapeDurations } from './server-durations.js'
 import { scale, type ScaleRow } from './scale.js'
 import { type Driven, drive, PAYMENT_BODY, settle } from './scenarios.js'
 import { seedBasics, seedMandates, seedWishes } from './seed.js'
@@ -232,20 +233,25 @@ async function runStore(store: TestStore): Promise<StoreResult> {
       // Before each run, its floor's included: the server is no longer busy with what the previous run left queued.
       const settled = () => settle(started.url, seed.key, `/payments/${seed.paymentId}`)
       process.stderr.write(`[${store.name}] scenarios…\n`)
-      /** Runs a write scenario and notes the server's shared commits over it. */
-      const withCommits = async <T>(label: string, run: () => Promise<T>): Promise<T> => {
-        const before = await scrapeCommits(started.url)
+      /**
+       * Runs a write scenario and notes, from the server's /metrics, its shared commits over it and its own
+       * time for the route's requests (beside the generator's latency, which adds the waits it cannot see).
+       */
+      const withServerNotes = async <T>(label: string, route: string, run: () => Promise<T>): Promise<T> => {
+        const [commitsBefore, durationsBefore] = await Promise.all([scrapeCommits(started.url), scrapeDurations(started.url, 'POST', route)])
         const result = await run()
-        const line = describeCommits(label, before, await scrapeCommits(started.url))
-        if (line) notes.push(line)
+        const [commitsAfter, durationsAfter] = await Promise.all([scrapeCommits(started.url), scrapeDurations(started.url, 'POST', route)])
+        for (const line of [describeCommits(label, commitsBefore, commitsAfter), describeDurations(label, durationsBefore, durationsAfter)]) {
+          if (line) notes.push(line)
+        }
         return result
       }
       if (paymentFloors) {
-        const pay = await withCommits('POST /payments', () => drive({ ...service, path: '/payments', method: 'POST', body: PAYMENT_BODY, mandates: [seed.mandateId] }, withWrk, settled))
+        const pay = await withServerNotes('POST /payments', '/payments', () => drive({ ...service, path: '/payments', method: 'POST', body: PAYMENT_BODY, mandates: [seed.mandateId] }, withWrk, settled))
         rows.push(row('POST /payments (new key each)', pay, server, paymentFloors.first, paymentFloors.second))
         const half = Math.max(1, Math.round(pay.autocannon.requestsPerSecond / 2))
         await settled()
-        rows.push(openLoopRow('… same', await withCommits('POST /payments, open loop', () => openLoop({ ...service, path: '/payments', method: 'POST', body: PAYMENT_BODY, mandates: [seed.mandateId], rate: half })), server))
+        rows.push(openLoopRow('… same', await withServerNotes('POST /payments, open loop', '/payments', () => openLoop({ ...service, path: '/payments', method: 'POST', body: PAYMENT_BODY, mandates: [seed.mandateId], rate: half })), server))
       }
       if (runs('replay')) {
         await settled()
@@ -265,11 +271,11 @@ async function runStore(store: TestStore): Promise<StoreResult> {
       if (runs('wishes')) {
         await settled()
         const floor = await helloPost()
-        const wish = await withCommits('POST /wishes', () => drive({ ...service, path: '/wishes', method: 'POST', body: '{"query":"a bench wish"}' }, withWrk, settled))
+        const wish = await withServerNotes('POST /wishes', '/wishes', () => drive({ ...service, path: '/wishes', method: 'POST', body: '{"query":"a bench wish"}' }, withWrk, settled))
         rows.push(row('POST /wishes', wish, server, floor))
         const half = Math.max(1, Math.round(wish.autocannon.requestsPerSecond / 2))
         await settled()
-        rows.push(openLoopRow('… same', await withCommits('POST /wishes, open loop', () => openLoop({ ...service, path: '/wishes', method: 'POST', body: '{"query":"a bench wish"}', rate: half })), server))
+        rows.push(openLoopRow('… same', await withServerNotes('POST /wishes, open loop', '/wishes', () => openLoop({ ...service, path: '/wishes', method: 'POST', body: '{"query":"a bench wish"}', rate: half })), server))
       }
       if (runs('list')) {
         const first = await drive({ ...service, path: '/wishes?status=active&limit=10' }, withWrk, settled)
