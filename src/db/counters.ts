@@ -1,7 +1,7 @@
 import { type Insertable, sql } from 'kysely'
 import type { Database, Executor } from './database.js'
 import { dialectOf } from './dialect.js'
-import { compiled, fromTemplate, insertRows, type Statement } from './query-template.js'
+import { compiled, fromTemplate, insertRows, shapeOf, type Statement } from './query-template.js'
 import { readQuery } from './reusable-query.js'
 import type { PaymentCountChangesTable } from './schema.js'
 
@@ -33,14 +33,22 @@ export const ATTEMPT_COUNTER: Counter = { counts: 'attempt_counts', changes: 'at
 export function changesOf<K extends Counter['key']>(
   rows: readonly ({ account_id: string } & Record<K, string>)[], key: K, sign: 1 | -1,
 ): Array<{ account_id: string, n: number } & Record<K, string>> {
-  const changes = new Map<string, { account_id: string, n: number } & Record<K, string>>()
+  type Change = { account_id: string, n: number } & Record<K, string>
+  // By account, then by value: no key text joined and hashed for each row (query-template.ts, shapeOf).
+  const byAccount = new Map<string, Map<string, Change>>()
+  const changes: Change[] = []
   for (const row of rows) {
-    const at = `${row.account_id} ${row[key]}`
-    const change = changes.get(at)
+    let ofAccount = byAccount.get(row.account_id)
+    if (ofAccount === undefined) byAccount.set(row.account_id, ofAccount = new Map())
+    const change = ofAccount.get(row[key])
     if (change) change.n += sign
-    else changes.set(at, { account_id: row.account_id, [key]: row[key], n: sign } as { account_id: string, n: number } & Record<K, string>)
+    else {
+      const added = { account_id: row.account_id, [key]: row[key], n: sign } as Change
+      ofAccount.set(row[key], added)
+      changes.push(added)
+    }
   }
-  return [...changes.values()]
+  return changes
 }
 
 /**
@@ -60,7 +68,7 @@ export function recordChanges(db: Executor, counter: Counter, changes: readonly 
   // A loop, not flatMap, whose arrays V8 flattened through its runtime (docs/performance.md, twenty-ninth pass).
   const values: unknown[] = []
   for (const change of changes) values.push(change.account_id, change[key], change.n)
-  return fromTemplate(db, `count into ${counts} ${changes.length}`, values, (slots) =>
+  return fromTemplate(db, shapeOf(['count into', counts, changes.length]), values, (slots) =>
     db.insertInto(counts)
       .values(changes.map((_, r) => ({ account_id: slots[r * 3]!, [key]: slots[r * 3 + 1]!, n: slots[r * 3 + 2] as unknown as number }) as { account_id: string, status: string, n: number }))
       .onConflict((oc) => oc.columns(['account_id', key]).doUpdateSet((eb) => ({ n: eb(eb.ref(`${counts}.n`), '+', eb.ref('excluded.n')) }))))
@@ -88,7 +96,7 @@ export async function countFromCounters(db: Executor, counter: Counter, accountI
   const tables = tablesOf(counter)
   // Compiled once per counter and key presence (query-template.ts): every list answer runs one.
   const values = key === undefined ? [accountId] : [accountId, key]
-  const query = fromTemplate(db, `count from ${tables.counts} ${key !== undefined}`, values, ([account, keySlot]) => {
+  const query = fromTemplate(db, shapeOf(['count from', tables.counts, key !== undefined]), values, ([account, keySlot]) => {
     const sumOf = (table: 'payment_counts' | 'payment_count_changes') => db.selectFrom(table)
       .select((s) => s.fn.sum<number | string | null>('n').as('n'))
       .where('account_id', '=', account!).$if(keySlot !== undefined, (q) => q.where(tables.key, '=', keySlot!))

@@ -2,7 +2,7 @@ import { type Compilable, type Selectable, type SelectQueryBuilder, sql } from '
 import type { Position, Window } from '../lib/paging.js'
 import type { Executor } from './database.js'
 import { dialectOf } from './dialect.js'
-import { fromTemplate } from './query-template.js'
+import { fromTemplate, shapeOf } from './query-template.js'
 import { readQuery } from './reusable-query.js'
 
 /**
@@ -46,8 +46,7 @@ export function listRows<DB, TB extends keyof DB>(db: Executor, list: ListQuery<
   const windowValues: unknown[] = [take]
   if (skip > 0) windowValues.push(skip)
   if (seek !== undefined) windowValues.push(seek.from.created_at, seek.from.id)
-  const kind = `${seek?.direction ?? 'first'}${skip > 0 ? ' skip' : ''}`
-  const query = fromTemplate(db, `list ${list.shape} ${kind}`, [...list.values, ...windowValues], (slots): Compilable<Selectable<DB[TB]>> => {
+  const query = fromTemplate(db, shapeOf(['list', list.shape, seek?.direction ?? 'first', skip > 0]), [...list.values, ...windowValues], (slots): Compilable<Selectable<DB[TB]>> => {
     const [takeSlot, ...rest] = slots.slice(list.values.length)
     const skipSlot = skip > 0 ? rest.shift() : undefined
     const from = seek === undefined ? undefined : { created_at: rest[0]!, id: rest[1]! }
@@ -66,7 +65,7 @@ export function listRows<DB, TB extends keyof DB>(db: Executor, list: ListQuery<
  */
 export async function countRows<DB, TB extends keyof DB>(db: Executor, list: ListQuery<DB, TB>): Promise<number> {
   const count = sql<number | string>`count(*)`.as('n')
-  const query = fromTemplate(db, `count ${list.shape}`, list.values, (slots): Compilable<{ n: number | string }> => {
+  const query = fromTemplate(db, shapeOf(['count', list.shape]), list.values, (slots): Compilable<{ n: number | string }> => {
     const rows = list.build(slots)
     if (dialectOf(db) !== 'postgres') return rows.select(count) as unknown as Compilable<{ n: number | string }>
     const ordered = rows.select(sql<number>`1`.as('one')).orderBy(sql.ref('created_at'), 'desc').orderBy(sql.ref('id'), 'desc')
@@ -87,7 +86,7 @@ export function filteredList<F extends { [K in keyof F]: string | undefined }, D
   const all = filters as Record<string, string | undefined>
   const present = Object.keys(all).filter((key) => all[key] !== undefined)
   return {
-    shape: `${name} ${present.join()}`,
+    shape: shapeOf([name, ...present]),
     values: present.map((key) => all[key]!),
     build: (slots) => build(Object.fromEntries(Object.keys(all).map((key) => [key, all[key] === undefined ? undefined : slots[present.indexOf(key)]])) as F),
   }

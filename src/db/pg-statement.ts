@@ -1,5 +1,5 @@
 import { type RawBuilder, sql } from 'kysely'
-import { columnListName } from './query-template.js'
+import { columnListName, shapeOf } from './query-template.js'
 import type { DatabaseSchema } from './schema.js'
 
 /**
@@ -67,7 +67,7 @@ function insertStep(table: keyof DatabaseSchema, rows: readonly object[], after:
     table,
     after,
     columns,
-    shape: `${table} ${many ? 'json' : 'row'}${columnListName(columns)}`,
+    shape: shapeOf([table, many ? 'json' : 'row', columnListName(columns)]),
     // Object.values lists a row's values in the order Object.keys lists its names.
     values: many ? [JSON.stringify(rows)] : Object.values(rows[0]!),
     slotted: many ? asJson : asRow,

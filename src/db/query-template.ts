@@ -17,6 +17,45 @@ const MAX_SHAPES = 1000
 // Keyed by the dialect's adapter, which a Kysely instance shares with its transactions.
 const templatesByAdapter = new WeakMap<object, Map<string, Template>>()
 
+/** A part of a template's shape: a name (a literal, a table's), a count, a flag. */
+export type ShapePart = string | number | boolean
+
+interface ShapeNode {
+  next: Map<ShapePart, ShapeNode> | undefined
+  shape: string | undefined
+}
+
+const shapeTree: ShapeNode = { next: undefined, shape: undefined }
+let shapesNamed = 0
+
+/**
+ * A template's shape from its parts, joined by spaces: the same string each time the same parts come,
+ * found through a tree of Maps keyed by the parts. A shape made fresh for each query (`insert ${table}
+ * ${n}`) was a new string that the templates' Map hashed whole and compared character by character with
+ * the one it held, about 1,500 instructions a lookup and a dozen lookups a payment (callgrind,
+ * docs/performance.md, thirty-first pass); the parts are literals, counts and names made once (a column
+ * list's, another shape), whose hashes V8 keeps, so each step of the walk is a lookup by a known key.
+ * Past MAX_SHAPES different shapes (a bug: they are a few dozen) the joined text is made each time.
+ */
+export function shapeOf(parts: readonly ShapePart[]): string {
+  let node = shapeTree
+  for (let i = 0; i < parts.length; i++) {
+    const part = parts[i]!
+    let child = node.next?.get(part)
+    if (child === undefined) {
+      if (shapesNamed >= MAX_SHAPES) return parts.join(' ')
+      child = { next: undefined, shape: undefined }
+      ;(node.next ??= new Map()).set(part, child)
+    }
+    node = child
+  }
+  if (node.shape === undefined) {
+    shapesNamed++
+    node.shape = parts.join(' ')
+  }
+  return node.shape
+}
+
 /**
  * A query compiled once per dialect and `shape`, then given new values: building and compiling a Kysely
  * query costs more than SQLite takes to run it, so the statements every payment runs are compiled once.
@@ -129,6 +168,6 @@ export function insertRows<T extends Table>(db: Executor, table: T, rows: readon
     if (row.columns.length !== width || !sameNames(row.columns, columns)) return db.insertInto(table).values(rows as Insertable<DatabaseSchema[T]>[])
     for (const value of row.values) values.push(value)
   }
-  return fromTemplate(db, `insert ${table} ${records.length} ${columnListName(columns)}`, values, (slots) =>
+  return fromTemplate(db, shapeOf(['insert', table, records.length, columnListName(columns)]), values, (slots) =>
     db.insertInto(table).values(records.map((_, r) => Object.fromEntries(columns.map((c, i) => [c, slots[r * width + i]]))) as Insertable<DatabaseSchema[T]>[]))
 }

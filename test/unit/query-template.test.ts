@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { sql } from 'kysely'
-import { columnListName, fromTemplate, insertRows } from '../../src/db/query-template.js'
+import { columnListName, fromTemplate, insertRows, shapeOf } from '../../src/db/query-template.js'
 import { reusableQuery } from '../../src/db/reusable-query.js'
 import { type HoldRequest, holdQuery, holdStatement } from '../../src/modules/mandates/repository.js'
 import { migratedStoreForSuite } from '../helpers/suite-store.js'
@@ -18,6 +18,19 @@ test('a column list\'s name is the same for the same names in the same order, an
   // Other arrays of the same names, some of them made at run time, in any order of asking.
   for (const [i, columns] of [...lists.entries()].reverse()) assert.equal(columnListName(columns.map((c) => `${c.slice(0, 1)}${c.slice(1)}`)), names[i])
   assert.equal(columnListName(Object.keys({ id: 1, name: 2 })), names[0])
+})
+
+test('a shape is its parts joined by spaces, the same for the same parts however they were made', () => {
+  const made = (text: string) => `${text.slice(0, 1)}${text.slice(1)}`
+  assert.equal(shapeOf(['insert', 'events', 1, '#0']), 'insert events 1 #0')
+  assert.equal(shapeOf(['hold', true, 5]), 'hold true 5')
+  assert.equal(shapeOf(['hold', false, 5]), 'hold false 5')
+  assert.equal(shapeOf([]), '')
+  // Asked again, with parts made at run time: the same text.
+  assert.equal(shapeOf([made('insert'), made('events'), 1, made('#0')]), 'insert events 1 #0')
+  assert.equal(shapeOf(['insert', 'events', 2, '#0']), 'insert events 2 #0')
+  // A shape made of another shape.
+  assert.equal(shapeOf(['write plan', shapeOf(['hold', true, 5]), shapeOf(['events', 'row', '#1'])]), 'write plan hold true 5 events row #1')
 })
 
 for (const kind of storeKinds()) {

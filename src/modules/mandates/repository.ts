@@ -2,7 +2,7 @@ import type { ExpressionBuilder } from 'kysely'
 import type { Executor } from '../../db/database.js'
 import { checkedOnly } from '../../db/dialect.js'
 import { countRows, filteredList, type ListQuery, listRows } from '../../db/paging.js'
-import { fromTemplate } from '../../db/query-template.js'
+import { fromTemplate, shapeOf } from '../../db/query-template.js'
 import type { DatabaseSchema, MandatesTable } from '../../db/schema.js'
 import type { Window } from '../../lib/paging.js'
 import type { MandateStatus } from './schemas.js'
@@ -113,10 +113,20 @@ void everyHoldValue
  * query built from one slot per value.
  */
 export function holdTemplate(db: Executor, p: HoldRequest) {
-  const named = HOLD_VALUES.filter((k) => p[k] !== undefined)
+  const named: Array<(typeof HOLD_VALUES)[number]> = []
+  const values: unknown[] = []
+  // Which values are present, one bit each, for the shape (query-template.ts, shapeOf).
+  let present = 0
+  for (let i = 0; i < HOLD_VALUES.length; i++) {
+    const key = HOLD_VALUES[i]!
+    if (p[key] === undefined) continue
+    named.push(key)
+    values.push(p[key])
+    present |= 1 << i
+  }
   return {
-    shape: `hold ${p.consume === true} ${named.join()}`,
-    values: named.map((k) => p[k]),
+    shape: shapeOf(['hold', p.consume === true, present]),
+    values,
     build: (slots: readonly string[]) => holdQuery(db, { ...Object.fromEntries(named.map((k, i) => [k, slots[i]])), consume: p.consume } as unknown as HoldRequest),
   }
 }

@@ -2,7 +2,7 @@ import { type CompiledQuery, type Insertable, type Kysely, sql } from 'kysely'
 import type { Database, Executor } from '../../db/database.js'
 import { checkedOnly, forUpdate, rowToJson } from '../../db/dialect.js'
 import { countRows, filteredList, type ListQuery, listRows } from '../../db/paging.js'
-import { compilable, fromTemplate, insertRows } from '../../db/query-template.js'
+import { compilable, fromTemplate, insertRows, shapeOf, type ShapePart } from '../../db/query-template.js'
 import { batchedLookup } from '../../db/batched-lookup.js'
 import { countFromCounters, EVENT_COUNTER, foldCounts, PAYMENT_COUNTER, recordChanges } from '../../db/counters.js'
 import { reusableQuery } from '../../db/reusable-query.js'
@@ -257,13 +257,13 @@ export function writePlanStatement(kysely: Kysely<DatabaseSchema>, plan: Payment
   addInsertSteps(steps, 'jobs', plan.jobs, 'saved')
   // Plain loops and short shapes: the spreads, flatMaps and joined column names they replace went largely
   // through V8's runtime, with the rest about 110,000 instructions a payment (docs/performance.md, twenty-ninth pass).
-  let shape = `write plan ${hold.shape}`
+  const parts: ShapePart[] = ['write plan', hold.shape]
   const values: unknown[] = [...hold.values]
   for (const step of steps) {
-    shape += ` ${step.shape}`
+    parts.push(step.shape)
     for (const value of step.values) values.push(value)
   }
-  return fromTemplate(kysely, shape, values, (slots) => {
+  return fromTemplate(kysely, shapeOf(parts), values, (slots) => {
     let next = hold.values.length
     const [saved, ...rest] = steps.map(({ table, after, columns, values, slotted }) =>
       insertAfter(table, columns, slotted(slots.slice(next, next += values.length)), after))

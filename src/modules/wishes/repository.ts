@@ -2,7 +2,7 @@ import { type ExpressionBuilder, type SelectQueryBuilder, sql } from 'kysely'
 import type { Executor } from '../../db/database.js'
 import { forUpdate } from '../../db/dialect.js'
 import { filteredList, listRows } from '../../db/paging.js'
-import { fromTemplate, insertRows } from '../../db/query-template.js'
+import { fromTemplate, insertRows, shapeOf } from '../../db/query-template.js'
 import { readQuery } from '../../db/reusable-query.js'
 import type { DatabaseSchema, WishesTable } from '../../db/schema.js'
 import { randomIndex } from '../../lib/ids.js'
@@ -121,7 +121,7 @@ export function wishCountsStatement(db: Executor, accountId: string, changes: Co
     .sort(([a], [b]) => (a < b ? -1 : 1))
     .map(([status, n]) => ({ account_id: accountId, status, slot, n: n! }))
   if (rows.length === 0) return undefined
-  return fromTemplate(db, `wish counts ${rows.map((r) => r.status).join()}`, rows.flatMap((r) => [r.account_id, r.slot, r.n]), (slots) =>
+  return fromTemplate(db, shapeOf(['wish counts', ...rows.map((r) => r.status)]), rows.flatMap((r) => [r.account_id, r.slot, r.n]), (slots) =>
     db.insertInto('wish_counts').values(rows.map((r, i) => ({ account_id: slots[i * 3]!, status: r.status, slot: slots[i * 3 + 1] as unknown as number, n: slots[i * 3 + 2] as unknown as number })))
       .onConflict((oc) => oc.columns(['account_id', 'status', 'slot'])
         .doUpdateSet((eb) => ({ n: eb(eb.ref('wish_counts.n'), '+', eb.ref('excluded.n')) }))))
@@ -140,7 +140,7 @@ export async function countWishes(db: Executor, filter: WishListFilter): Promise
   const lapsedFrom = status === 'expired' ? OPEN : status !== undefined && OPEN.includes(status) ? [status] : []
   // Compiled once per status (db/query-template.ts); the time is a value only where lapsed wishes are counted.
   const values = lapsedFrom.length === 0 ? [accountId] : [accountId, now]
-  const query = fromTemplate(db, `wish count ${status ?? ''}`, values, ([account, time]) => db.selectNoFrom((eb) => [
+  const query = fromTemplate(db, shapeOf(['wish count', status ?? '']), values, ([account, time]) => db.selectNoFrom((eb) => [
     eb.selectFrom('wish_counts').select((s) => s.fn.sum<number | string | null>('n').as('n'))
       .where('account_id', '=', account!)
       .$if(status !== undefined, (q) => q.where('status', '=', status!))
