@@ -7,6 +7,7 @@ import {
 } from '../modules/idempotency/store.js'
 import { errorBody, toAppError } from './error-handler.js'
 import { type AppError, errors } from '../lib/errors.js'
+import { rememberedQuotes } from '../lib/json-quote.js'
 
 export type IdempotencyMode = 'required' | 'optional'
 
@@ -43,19 +44,8 @@ const HEADER_KEY = /^[\x20-\x7E]{1,255}$/
 const SAVED_ERROR_STATUSES = new Set([404, 422])
 const JSON_TYPE = 'application/json; charset=utf-8'
 
-/** Member names as JSON writes them, remembered: a body's names are its schema's few, each quoted once. */
-const quotedKeys = new Map<string, string>()
-const QUOTED_KEYS_MAX = 256
-
-/** JSON.stringify of a member name, about 1,250 instructions a call, made once for each of the first names seen. */
-function quotedKey(key: string): string {
-  let quoted = quotedKeys.get(key)
-  if (quoted === undefined) {
-    quoted = JSON.stringify(key)
-    if (quotedKeys.size < QUOTED_KEYS_MAX) quotedKeys.set(key, quoted)
-  }
-  return quoted
-}
+/** Member names as JSON writes them, each quoted once: a body's names are its schema's few. */
+const quotedKey = rememberedQuotes()
 
 /**
  * JSON with object keys sorted (by UTF-16 code units, as `sort()` compares them), so that member order

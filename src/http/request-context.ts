@@ -3,6 +3,7 @@ import pino, { type Logger } from 'pino'
 import type { RequestContext } from '../lib/request-context.js'
 import type { Principal } from '../modules/accounts/service.js'
 import { API_VERSION } from './version.js'
+import { jsonQuoted, rememberedQuotes } from '../lib/json-quote.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -38,41 +39,15 @@ function writeRequestLine(log: Logger, requestId: string, line: RequestLine): vo
   const level = (members[lsCacheSym] as Record<number, string>)[INFO]
   const time = (members[timeSym] as () => string).call(log)
   const stream = members[streamSym] as { write(text: string): unknown }
-  stream.write(`${level}${time}${members[chindingsSym] as string},"${REQUEST_ID_LOG_LABEL}":${quoted(requestId)}${
-    line.account_id === undefined ? '' : `,"account_id":${quoted(line.account_id)}`}${
-    line.agent_id === undefined ? '' : `,"agent_id":${quoted(line.agent_id)}`},"method":${quotedName(line.method)},"route":${
+  stream.write(`${level}${time}${members[chindingsSym] as string},"${REQUEST_ID_LOG_LABEL}":${jsonQuoted(requestId)}${
+    line.account_id === undefined ? '' : `,"account_id":${jsonQuoted(line.account_id)}`}${
+    line.agent_id === undefined ? '' : `,"agent_id":${jsonQuoted(line.agent_id)}`},"method":${quotedName(line.method)},"route":${
     quotedName(line.route)},"status":${line.status},"duration_ms":${
     Number.isFinite(line.duration_ms) ? line.duration_ms : null},"msg":"request"}\n`)
 }
 
-/** Characters a JSON string holds as they are: what our ids, methods and route patterns are made of. */
-const PLAIN = /^[\w:/.-]*$/
-
-/**
- * A string as JSON writes it. JSON.stringify of a short string cost about 1,250 instructions, four a line,
- * 2 % of a GET (callgrind, docs/performance.md, twenty-fifth pass); a string of plain characters needs
- * only its quotes, and any other goes through JSON.stringify as before.
- */
-function quoted(text: string): string {
-  return PLAIN.test(text) ? `"${text}"` : JSON.stringify(text)
-}
-
-/** Methods and route patterns quoted once: a few dozen texts that every line repeats. */
-const quotedNames = new Map<string, string>()
-const QUOTED_NAMES_MAX = 256
-
-/**
- * quoted() of a method or route pattern, remembered: a Map lookup of the same string is a fraction of the
- * regular expression's test (about 500 instructions a call, docs/performance.md, twenty-eighth pass).
- */
-function quotedName(text: string): string {
-  let cached = quotedNames.get(text)
-  if (cached === undefined) {
-    cached = quoted(text)
-    if (quotedNames.size < QUOTED_NAMES_MAX) quotedNames.set(text, cached)
-  }
-  return cached
-}
+/** Methods and route patterns, quoted once each: a few dozen texts that every line repeats. */
+const quotedName = rememberedQuotes()
 
 interface RequestLine {
   account_id: string | undefined
