@@ -11,6 +11,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
+import { perfMapLookup } from './perf-map.js'
 import { ROOT } from './processes.js'
 
 const run = promisify(execFile)
@@ -139,11 +140,12 @@ export function summary(dump: string): number {
 /**
  * The functions of a dump that cost the most instructions themselves, as callgrind_annotate lists them,
  * with JIT-compiled JavaScript named from the perf map (`JS:*name file:line`; `*` optimised, `^` baseline,
- * `~` interpreted) and C++ names without their arguments. Costs are divided by `requests`.
+ * `~` interpreted; the code the map last placed at the address, bench/perf-map.ts) and C++ names without
+ * their arguments. Costs are divided by `requests`.
  */
 export async function annotate(dumpFile: string, perfMapFile: string, requests: number, top: number): Promise<Array<{ name: string, perRequest: number, share: number }>> {
   const { stdout } = await run('callgrind_annotate', ['--threshold=100', dumpFile], { maxBuffer: 256 * 1024 * 1024 })
-  const jit = readPerfMap(perfMapFile)
+  const jit = perfMapLookup(fs.existsSync(perfMapFile) ? fs.readFileSync(perfMapFile, 'utf8') : '')
   const costs = new Map<string, number>()
   let total = 0
   for (const line of stdout.split('\n')) {
@@ -160,24 +162,4 @@ export async function annotate(dumpFile: string, perfMapFile: string, requests: 
   }
   return [...costs].sort((a, b) => b[1] - a[1]).slice(0, top)
     .map(([name, cost]) => ({ name, perRequest: cost / requests, share: total > 0 ? cost / total : 0 }))
-}
-
-/** A lookup from an address to the name of the JIT-compiled function that holds it, from a perf map. */
-function readPerfMap(file: string): (address: number) => string | undefined {
-  const entries = (fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '').split('\n').filter(Boolean).map((line) => {
-    const [start, size, ...name] = line.split(' ')
-    return { start: Number.parseInt(start!, 16), end: Number.parseInt(start!, 16) + Number.parseInt(size!, 16), name: name.join(' ') }
-  }).sort((a, b) => a.start - b.start)
-  return (address) => {
-    let low = 0
-    let high = entries.length - 1
-    while (low <= high) {
-      const middle = (low + high) >> 1
-      const entry = entries[middle]!
-      if (address < entry.start) high = middle - 1
-      else if (address >= entry.end) low = middle + 1
-      else return entry.name
-    }
-    return undefined
-  }
 }

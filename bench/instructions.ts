@@ -1,5 +1,5 @@
 /**
- * `npx tsx bench/instructions.ts [--store sqlite|postgres] [--scenario get|payments] [--rounds N]
+ * `npx tsx bench/instructions.ts [--store sqlite|postgres] [--scenario get|payments|replay] [--rounds N]
  * [--requests N] [--warmups N] [--top N] [--keep] BUILD[,NAME=VALUE...] ...`: the instructions a request
  * costs each build of the server, counted by valgrind's callgrind (bench/callgrind.ts) on one seeded store.
  *
@@ -26,7 +26,7 @@ import autocannon from 'autocannon'
 import { parseBuilds } from './build-args.js'
 import { annotate, type Counts, startCounted, valgrindVersion } from './callgrind.js'
 import { requireBenchPostgresUrl } from './postgres-url.js'
-import { bodyMaker, PAYMENT_BODY, requestHeaders } from './scenarios.js'
+import { bodyMaker, PAYMENT_BODY, replayBody, requestHeaders } from './scenarios.js'
 import { seedBasics } from './seed.js'
 import { SERVER_NODE_FLAGS } from '../bin/node-flags.js'
 import { migrateToLatest } from '../src/db/migrate.js'
@@ -46,7 +46,7 @@ const { values, positionals } = parseArgs({
 })
 const { store, scenario } = values
 if (store !== 'sqlite' && store !== 'postgres') throw new Error('--store takes sqlite or postgres')
-if (scenario !== 'get' && scenario !== 'payments') throw new Error('--scenario takes get or payments')
+if (scenario !== 'get' && scenario !== 'payments' && scenario !== 'replay') throw new Error('--scenario takes get, payments or replay')
 if (positionals.length === 0) throw new Error('name at least one build directory (e.g. dist) or hello')
 if (await valgrindVersion() === null) throw new Error('valgrind is not installed (apt-get install valgrind)')
 const requests = Number(values.requests)
@@ -69,6 +69,7 @@ try {
         path: scenario === 'get' ? `/payments/${seed.paymentId}` : '/payments',
         headers: requestHeaders({ key: seed.key }),
         ...(makeBody ? { setupRequest: (request: autocannon.Request) => ({ ...request, body: makeBody() }) } : {}),
+        ...(scenario === 'replay' ? { body: replayBody(seed.mandateId) } : {}),
       }],
     })
     const failed = result.errors + result.timeouts + result.non2xx
@@ -98,7 +99,8 @@ try {
     }
   }
 } finally {
-  process.stdout.write(`${store} ${scenario === 'get' ? 'GET /payments/:id' : 'POST /payments'}, 64 connections, ${requests} requests counted a round\n`)
+  const route = { get: 'GET /payments/:id', payments: 'POST /payments', replay: 'POST /payments (replay one key)' }[scenario]
+  process.stdout.write(`${store} ${route}, 64 connections, ${requests} requests counted a round\n`)
   for (const build of builds) {
     if (build.rounds.length === 0) {
       process.stdout.write(`${build.name}: no round measured\n`)

@@ -41,6 +41,11 @@ export interface LoadOptions {
 /** A new payment each request: a new idempotency key, against the given mandates in turn. */
 export const PAYMENT_BODY = '{"mandate_id":"__MANDATE__","amount":1,"idempotency_key":"__KEY__"}'
 
+/** The replay scenario's body: one key for every request, so all after the first are answered from its record. */
+export function replayBody(mandateId: string): string {
+  return JSON.stringify({ mandate_id: mandateId, amount: 1, idempotency_key: 'bench-replay' })
+}
+
 /** Runs autocannon against one route; every non-2xx answer or socket error counts as an error. */
 export async function load(options: LoadOptions): Promise<LoadResult> {
   if (options.warmupSeconds) await measure({ ...options, durationSeconds: options.warmupSeconds })
