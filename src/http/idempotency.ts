@@ -1,4 +1,3 @@
-import { hash } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Database, Trx } from '../db/database.js'
 import type { Clock } from '../lib/clock.js'
@@ -7,7 +6,8 @@ import {
 } from '../modules/idempotency/store.js'
 import { errorBody, toAppError } from './error-handler.js'
 import { type AppError, errors } from '../lib/errors.js'
-import { rememberedQuotes } from '../lib/json-quote.js'
+import { fingerprintOf } from './fingerprint.js'
+import { createRetryMatches } from './retry-matches.js'
 
 export type IdempotencyMode = 'required' | 'optional'
 
@@ -44,41 +44,6 @@ const HEADER_KEY = /^[\x20-\x7E]{1,255}$/
 const SAVED_ERROR_STATUSES = new Set([404, 422])
 const JSON_TYPE = 'application/json; charset=utf-8'
 
-/** Member names as JSON writes them, each quoted once: a body's names are its schema's few. */
-const quotedKey = rememberedQuotes()
-
-/**
- * JSON with object keys sorted (by UTF-16 code units, as `sort()` compares them), so that member order
- * never changes a fingerprint; a member whose value is undefined is left out, as is `skip` at the top, and
- * an array's undefined element is written as nothing, as `join` writes it. Built in one pass of loops:
- * the entries, filter, comparator, map and join it replaces, with the body's copy without its key, cost
- * about 19,000 instructions a payment (callgrind, docs/performance.md, thirty-first pass). Exported for
- * test/unit/canonical-json.test.ts, which holds it to that earlier form's text.
- */
-export function canonicalJson(value: unknown, skip?: string): string | undefined {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value)
-  if (Array.isArray(value)) {
-    let out = '['
-    for (let i = 0; i < value.length; i++) {
-      if (i > 0) out += ','
-      const element = canonicalJson(value[i])
-      if (element !== undefined) out += element
-    }
-    return `${out}]`
-  }
-  const members = value as Record<string, unknown>
-  const keys = Object.keys(members).sort()
-  let out = '{'
-  for (let i = 0; i < keys.length; i++) {
-    const key = keys[i]!
-    const member = members[key]
-    if (member === undefined || key === skip) continue
-    if (out.length > 1) out += ','
-    out += `${quotedKey(key)}:${canonicalJson(member)}`
-  }
-  return `${out}}`
-}
-
 /**
  * A payload as the route's response schema for `status` serializes it, so that what is saved, sent
  * and replayed holds exactly the members the schema declares, as the same object read by a GET.
@@ -91,21 +56,6 @@ function serializeFor(reply: FastifyReply, status: number, payload: unknown): st
   if (status < 400) return reply.serializeInput(input, String(status)) as string
   const serialize = reply.getSerializationFunction(String(status))
   return serialize ? serialize(input) : JSON.stringify(payload)
-}
-
-/**
- * Method, path and the validated body (defaults applied), without the key itself; for an agent key,
- * the agent too, so that an agent never gets the replay of a request another principal of the account
- * made under the same key (it gets 422 idempotency_key_reused). Account keys' fingerprints are unchanged.
- */
-export function fingerprintOf(request: Pick<FastifyRequest, 'body' | 'url' | 'method' | 'ctx'>): string {
-  const body = request.body ?? {}
-  // A body that is not a plain object (validation refuses those) is copied as the rest of it always was.
-  const members = typeof body === 'object' && !Array.isArray(body) ? body : { ...(body as object) }
-  const query = request.url.indexOf('?')
-  const path = query === -1 ? request.url : request.url.slice(0, query)
-  const agent = request.ctx.agentId === undefined ? '' : `agent ${request.ctx.agentId}\n`
-  return hash('sha256', `${agent}${request.method} ${path}\n${canonicalJson(members, 'idempotency_key')}`, 'hex')
 }
 
 /** The key from the body or the Idempotency-Key header; when both are sent they must agree. */
@@ -131,8 +81,9 @@ function answer(reply: FastifyReply, record: IdempotencyRecord) {
   return reply.status(record.response_status).type(JSON_TYPE).send(record.response_body)
 }
 
-function replay(reply: FastifyReply, record: IdempotencyRecord, use: KeyUse) {
-  if (record.fingerprint !== use.fingerprint) throw errors.idempotencyKeyReused()
+/** The record's answer again, when the request asks what it answered (`same`); else 422. */
+function replay(reply: FastifyReply, record: IdempotencyRecord, same: boolean) {
+  if (!same) throw errors.idempotencyKeyReused()
   // Lower case, as Fastify sends it, for the reason in request-context.ts setResponseHeaders.
   return answer(reply.header('idempotent-replayed', 'true'), record)
 }
@@ -168,19 +119,23 @@ async function runAndRecord(
  */
 export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps): void {
   const store: IdempotencyStore = createIdempotencyStore({ db: deps.db, ttlSeconds: deps.ttlSeconds })
+  const sameRequest = createRetryMatches()
 
   async function runOnce(request: FastifyRequest, reply: FastifyReply, key: string, options: IdempotencyOptions, run: () => Promise<unknown>) {
     const scoped = options.keyScope === undefined ? key : `${options.keyScope} ${key}`
-    const use: KeyUse = { accountId: request.ctx.accountId, key: scoped, fingerprint: fingerprintOf(request), now: deps.clock.now() }
-    // Replays are answered from the stored bytes without opening a transaction.
-    const saved = await store.find(use)
-    if (saved) return replay(reply, saved, use)
+    const { accountId } = request.ctx
+    const now = deps.clock.now()
+    // Replays are answered from the stored bytes without opening a transaction; a retry of the same bytes
+    // without taking its fingerprint again (retry-matches.ts).
+    const saved = await store.find({ accountId, key: scoped, now })
+    if (saved) return replay(reply, saved, sameRequest(request, `${accountId}\n${scoped}`, saved.fingerprint))
+    const use: KeyUse = { accountId, key: scoped, fingerprint: fingerprintOf(request), now }
     return store.exclusively(use, async () => {
       const pending: PendingAnswer = { record: (status, payload) => store.record(use, status, serializeFor(reply, status, payload)) }
       const written = await options.oneWrite?.(request, pending)
       if (written) return answer(reply, written)
       const outcome = await store.transact(use, (trx, undo) => runAndRecord(request, reply, trx, undo, pending, run, options.errorBody))
-      return outcome.replayed ? replay(reply, outcome.record, use) : answer(reply, outcome.record)
+      return outcome.replayed ? replay(reply, outcome.record, outcome.record.fingerprint === use.fingerprint) : answer(reply, outcome.record)
     })
   }
 

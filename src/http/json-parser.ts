@@ -7,10 +7,22 @@ import { errors } from '../lib/errors.js'
  * clients send `Content-Type: application/json` on a DELETE; and it tells malformed JSON apart from
  * prototype-poisoning keys, which are refused outright and never reach a handler.
  */
+declare module 'fastify' {
+  interface FastifyRequest {
+    /**
+     * The JSON body's text as received; null when the request had none. A retry sends the same text again,
+     * which spares its idempotency check the fingerprint (http/retry-matches.ts).
+     */
+    bodyText: string | null
+  }
+}
+
 export function registerJsonParser(app: FastifyInstance): void {
+  app.decorateRequest('bodyText', null)
   app.removeAllContentTypeParsers()
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     const text = body as string
+    request.bodyText = text
     if (text.trim() === '') return done(null, undefined)
     try {
       done(null, secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' }))

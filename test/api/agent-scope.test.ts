@@ -163,6 +163,10 @@ for (const kind of storeKinds()) {
       assertError(await a.request('POST', '/payments', body, { key: agent.key }), 422, 'idempotency_error', 'idempotency_key_reused')
       const replay = await a.request('POST', '/payments', body)
       assert.equal(replay.headers['idempotent-replayed'], 'true')
+      // Once the account's retries of these bytes replayed (src/http/retry-matches.ts remembers them), the
+      // agent's same bytes are still another principal's request.
+      assert.equal((await a.request('POST', '/payments', body)).headers['idempotent-replayed'], 'true')
+      assertError(await a.request('POST', '/payments', body, { key: agent.key }), 422, 'idempotency_error', 'idempotency_key_reused')
     })
 
     test('50 concurrent agent payments on a multi_use mandate never exceed its budget', async () => {

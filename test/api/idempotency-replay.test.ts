@@ -132,6 +132,42 @@ for (const kind of storeKinds()) {
       assertReplay(await a.request('POST', `/payments/${p1.id}/refunds`, { amount: 10, idempotency_key: refundKey }), r1)
     })
 
+    test('after retries of the same bytes replayed, any other request under the key is still checked in full', async () => {
+      // A retry with the text of one that matched skips the fingerprint (src/http/retry-matches.ts): this
+      // holds that the shortcut never stands in for a request that differs in anything the fingerprint covers.
+      const a = await t.account()
+      const m1 = await multiUseMandate(t, a)
+      const m2 = await multiUseMandate(t, a)
+      const key = newKey()
+      const text = `{"mandate_id":"${m1.id}","amount":100,"idempotency_key":"${key}"}`
+      const first = await a.request('POST', '/payments', text)
+      assertFresh(first, 201)
+      for (let i = 0; i < 3; i++) assertReplay(await a.request('POST', '/payments', text), first)
+
+      const reused = (res: Response) => assertError(res, 422, 'idempotency_error', 'idempotency_key_reused', 'idempotency_key')
+      reused(await a.request('POST', '/payments', text.replace('"amount":100', '"amount":101')))
+      reused(await a.request('POST', '/payments', text.replace(m1.id, m2.id)))
+      // Another path under the key (the same bytes on another path: the revocations below).
+      reused(await a.request('POST', `/payments/${first.body.data.id}/refunds`, `{"idempotency_key":"${key}"}`))
+      // Other bytes that ask the same thing (members reordered, a default sent) replay, and so does the first text again.
+      assertReplay(await a.request('POST', '/payments', `{"idempotency_key":"${key}","amount":100,"mandate_id":"${m1.id}"}`), first)
+      assertReplay(await a.request('POST', '/payments', text.replace('"amount":100', '"amount":100,"currency":"USD"')), first)
+      assertReplay(await a.request('POST', '/payments', text), first)
+      assert.equal(await paymentCount(t, a.id), 1)
+      assert.equal((await getMandate(a, m1.id)).amount_used, 100)
+      assert.equal((await getMandate(a, m2.id)).amount_used, 0)
+
+      // The same for a route with a path parameter: one mandate's revocation retried, then the same bytes for another.
+      const revokeKey = newKey()
+      const revokeText = `{"idempotency_key":"${revokeKey}"}`
+      const revoked = await a.request('POST', `/mandates/${m1.id}/revoke`, revokeText)
+      assertFresh(revoked, 200)
+      assertReplay(await a.request('POST', `/mandates/${m1.id}/revoke`, revokeText), revoked)
+      assertReplay(await a.request('POST', `/mandates/${m1.id}/revoke`, revokeText), revoked)
+      reused(await a.request('POST', `/mandates/${m2.id}/revoke`, revokeText))
+      assert.equal((await getMandate(a, m2.id)).status, 'active')
+    })
+
     // ---------------------------------------------------------------- replay
 
     test('replay: same status, byte-identical body, Idempotent-Replayed only on the replay; nothing processed again', async () => {

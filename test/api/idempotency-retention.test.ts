@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.js'
+import { assertError } from '../helpers/assertions.js'
 import { createMandate, DAY_MS, inFuture } from '../helpers/fixtures.js'
 import { assertFresh, assertReplay, keyRows, newKey } from '../helpers/idempotency.js'
 import { storeKinds } from '../helpers/stores.js'
@@ -52,6 +53,11 @@ for (const kind of storeKinds()) {
       const other = await a.request('POST', '/payments', { ...body, amount: 300 })
       assertFresh(other, 201)
       assert.equal(other.body.data.amount, 300)
+      // The earlier request's bytes, replayed twice under the key's earlier records, are now another
+      // request than the key's record: the shortcut for retried bytes (src/http/retry-matches.ts) is bound
+      // to the record it matched.
+      assertError(await a.request('POST', '/payments', body), 422, 'idempotency_error', 'idempotency_key_reused')
+      assertReplay(await a.request('POST', '/payments', { ...body, amount: 300 }), other)
     })
 
     test('the purge job deletes expired idempotency records and keeps live ones', async () => {

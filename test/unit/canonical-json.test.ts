@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict'
 import { hash } from 'node:crypto'
 import { test } from 'node:test'
-import { canonicalJson, fingerprintOf } from '../../src/http/idempotency.js'
+import { canonicalJson, fingerprintOf } from '../../src/http/fingerprint.js'
 
 /**
  * A request's fingerprint is saved with its idempotency record and compared when the key comes back, so
  * its text must not change between releases: a retry after an upgrade would get 422 instead of its
- * replay. The canonical JSON (src/http/idempotency.ts) is held here to the form it had before it was
+ * replay. The canonical JSON (src/http/fingerprint.ts) is held here to the form it had before it was
  * rewritten as loops (docs/performance.md, thirty-first pass), copied below as it was.
  */
 function earlierCanonicalJson(value: unknown): string {

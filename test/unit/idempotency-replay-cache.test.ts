@@ -1,7 +1,5 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import v8 from 'node:v8'
-import { runInNewContext } from 'node:vm'
 import { migrateToLatest } from '../../src/db/migrate.js'
 import { randomBase62 } from '../../src/lib/ids.js'
 import {
@@ -11,20 +9,12 @@ import { loadConfig } from '../../src/config.js'
 import { systemClock, toTimestamp } from '../../src/lib/clock.js'
 import { createServices } from '../../src/services.js'
 import { openStore, type SqliteTestStore } from '../helpers/stores.js'
+import { heapUsed } from '../helpers/heap.js'
 
 /**
  * The replay cache of src/modules/idempotency/store.ts is bounded in bytes of heap: its size estimate
  * is an upper bound of what an entry really holds, and past the bound the oldest entries go.
  */
-
-// A full collection between measurements, without starting the test process with --expose-gc.
-v8.setFlagsFromString('--expose-gc')
-const gc = runInNewContext('gc') as () => void
-const heapUsed = () => {
-  gc()
-  gc()
-  return process.memoryUsage().heapUsed
-}
 
 const NOW = new Date('2026-11-24T12:00:00.000Z')
 /** A payment's answer, about as long as the real one; `wide` makes it a two-byte string. */

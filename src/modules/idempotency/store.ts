@@ -110,7 +110,7 @@ export function createIdempotencyStore(deps: { db: Database, ttlSeconds: number,
     },
 
     /** The live record of the key, from the replay cache or else the database, without a transaction. */
-    async find(use: KeyUse): Promise<IdempotencyRecord | undefined> {
+    async find(use: Pick<KeyUse, 'accountId' | 'key' | 'now'>): Promise<IdempotencyRecord | undefined> {
       const nowIso = toTimestamp(use.now)
       const cached = recent.get(slotOf(use))
       if (cached !== undefined && cached.expires_at > nowIso) return cached

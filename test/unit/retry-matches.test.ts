@@ -1,0 +1,62 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { fingerprintOf, requestTextOf } from '../../src/http/fingerprint.js'
+import { createRetryMatches } from '../../src/http/retry-matches.js'
+import { randomBase62 } from '../../src/lib/ids.js'
+import { heapUsed } from '../helpers/heap.js'
+
+/**
+ * The memo of retried bytes (src/http/retry-matches.ts) answers only what the fingerprint would, and is
+ * bounded in bytes of heap. Through HTTP, test/api/idempotency-replay.test.ts and its neighbours hold
+ * that no request other than a retry of the same bytes is ever spared the full check.
+ */
+
+/** A payment request as the idempotency check sees it, its body parsed from its own text. */
+function paymentRequest(i: number, agentId?: string) {
+  const bodyText = `{"mandate_id":"mdt_${randomBase62(26)}","amount":${i},"idempotency_key":"${randomBase62(20)}"}`
+  return { body: JSON.parse(bodyText) as unknown, bodyText, url: '/payments', method: 'POST', ctx: agentId === undefined ? {} : { agentId } } as never
+}
+
+test('the same bytes are the same request, other bytes are checked in full, and a wrong fingerprint never matches', () => {
+  const sameRequest = createRetryMatches()
+  const request = paymentRequest(100)
+  const fingerprint = fingerprintOf(request)
+  assert.equal(sameRequest(request, 'acct\nk', 'f'.repeat(64)), false)
+  assert.equal(sameRequest(request, 'acct\nk', fingerprint), true)
+  assert.equal(sameRequest(request, 'acct\nk', fingerprint), true, 'from the memo')
+  assert.equal(sameRequest(request, 'acct\nk', 'f'.repeat(64)), false, 'the memo is bound to the fingerprint it matched')
+  const other = paymentRequest(101)
+  assert.equal(sameRequest(other, 'acct\nk', fingerprint), false)
+  assert.notEqual(requestTextOf(paymentRequest(1, 'agt_1')), requestTextOf(paymentRequest(1)), 'the agent is part of the text')
+})
+
+test('its entries hold no more heap than their estimate', () => {
+  const sameRequest = createRetryMatches(1e12)
+  // Each request is made and handed over in turn, so that the memo alone holds what it keeps (the body's
+  // text, the slot, the fingerprint), as in the server once the request has ended.
+  let estimated = 0
+  const before = heapUsed()
+  for (let i = 0; i < 5_000; i++) {
+    const request = paymentRequest(i)
+    const slot = `acct_${randomBase62(26)}\n${randomBase62(36)}-${i}`
+    assert.equal(sameRequest(request, slot, fingerprintOf(request)), true)
+    estimated += 512 + 2 * (requestTextOf(request).length + slot.length)
+  }
+  const held = heapUsed() - before
+  assert.ok(held <= estimated, `5,000 entries hold ${held} bytes, more than the ${estimated} estimated`)
+})
+
+test('past its bound the oldest entries go: 5,000 matches in a memo of 200 KB hold about 200 KB', () => {
+  const requests = Array.from({ length: 5_000 }, (_, i) => paymentRequest(i))
+  const fingerprints = requests.map((r) => fingerprintOf(r))
+  const slots = requests.map((_, i) => `acct_${randomBase62(26)}\n${randomBase62(36)}-${i}`)
+  const before = heapUsed()
+  const sameRequest = createRetryMatches(200_000)
+  for (let i = 0; i < requests.length; i++) assert.equal(sameRequest(requests[i]!, slots[i]!, fingerprints[i]!), true)
+  const held = heapUsed() - before
+  // The unbounded memo above holds about 4 MB for the same entries; this one its bound and the cache's own arrays.
+  assert.ok(held <= 200_000 + 100_000, `the memo holds ${held} bytes`)
+  // The newest are still answered from it, and still only for their own fingerprint.
+  assert.equal(sameRequest(requests[4_999]!, slots[4_999]!, fingerprints[4_999]!), true)
+  assert.equal(sameRequest(requests[4_999]!, slots[4_999]!, fingerprints[0]!), false)
+})
