@@ -1,5 +1,5 @@
 /**
- * `npx tsx bench/compare-builds.ts [--store sqlite|postgres] [--scenario get|payments] [--rounds N]
+ * `npx tsx bench/compare-builds.ts [--store sqlite|postgres] [--scenario get|payments|replay] [--rounds N]
  * [--seconds N] DIR[,NAME=VALUE...] ...`: compiled builds of the server side by side, on one seeded store.
  * Each DIR is a build's output (a copy of dist/ inside this checkout, such as `cp -r dist dist-before`, so
  * that it finds node_modules), with environment variables of its own after commas if any. Round after
@@ -21,7 +21,7 @@ import pg from 'pg'
 import { cpuSeconds, postgresPids } from './proc.js'
 import { startWishpay } from './processes.js'
 import { requireBenchPostgresUrl } from './postgres-url.js'
-import { PAYMENT_BODY } from './scenarios.js'
+import { PAYMENT_BODY, replayBody } from './scenarios.js'
 import { seedBasics } from './seed.js'
 import { wrk, wrkVersion } from './wrk.js'
 import { migrateToLatest } from '../src/db/migrate.js'
@@ -39,7 +39,7 @@ const { values, positionals } = parseArgs({
 const store = values.store
 const scenario = values.scenario
 if (store !== 'sqlite' && store !== 'postgres') throw new Error('--store takes sqlite or postgres')
-if (scenario !== 'get' && scenario !== 'payments') throw new Error('--scenario takes get or payments')
+if (scenario !== 'get' && scenario !== 'payments' && scenario !== 'replay') throw new Error('--scenario takes get, payments or replay')
 if (positionals.length === 0) throw new Error('name at least one build directory (e.g. `cp -r dist dist-before`)')
 if (await wrkVersion() === null) throw new Error('wrk is not installed (apt-get install wrk)')
 
@@ -64,7 +64,8 @@ const median = (xs: number[]) => {
 }
 
 function printSummary(): void {
-  process.stdout.write(`${store} ${scenario === 'get' ? 'GET /payments/:id' : 'POST /payments'}, wrk -t2 -c64, ${values.seconds} s a round\n`)
+  const route = { get: 'GET /payments/:id', payments: 'POST /payments', replay: 'POST /payments (replay one key)' }[scenario]
+  process.stdout.write(`${store} ${route}, wrk -t2 -c64, ${values.seconds} s a round\n`)
   for (const build of builds) {
     if (build.runs.length === 0) {
       process.stdout.write(`${build.name}: no round measured\n`)
@@ -81,7 +82,7 @@ try {
   const seed = await seedBasics(opened)
   const request = scenario === 'get'
     ? { path: `/payments/${seed.paymentId}` }
-    : { path: '/payments', method: 'POST' as const, body: PAYMENT_BODY, mandates: [seed.mandateId] }
+    : { path: '/payments', method: 'POST' as const, body: scenario === 'replay' ? replayBody(seed.mandateId) : PAYMENT_BODY, mandates: [seed.mandateId] }
   for (let round = 1; round <= Number(values.rounds); round++) {
     const turned = builds.map((_, i) => builds[(i + round - 1) % builds.length]!)
     for (const build of turned) {
