@@ -24,6 +24,11 @@ export interface IdempotencyOptions {
   keyScope?: string
   /** The body of a saved refusal (404, 422); default the contract's envelope (ACP routes answer theirs). */
   errorBody?: (error: AppError, requestId: string) => unknown
+  /**
+   * The body carries secrets (a card's number and CVC): its text is never kept past the request, so a
+   * retry is fingerprinted in full (retry-matches.ts keeps the text of retried requests).
+   */
+  bodyHoldsSecrets?: boolean
 }
 
 declare module 'fastify' {
@@ -128,7 +133,10 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
     // Replays are answered from the stored bytes without opening a transaction; a retry of the same bytes
     // without taking its fingerprint again (retry-matches.ts).
     const saved = await store.find({ accountId, key: scoped, now })
-    if (saved) return replay(reply, saved, sameRequest(request, `${accountId}\n${scoped}`, saved.fingerprint))
+    if (saved) {
+      const same = options.bodyHoldsSecrets ? fingerprintOf(request) === saved.fingerprint : sameRequest(request, `${accountId}\n${scoped}`, saved.fingerprint)
+      return replay(reply, saved, same)
+    }
     const use: KeyUse = { accountId, key: scoped, fingerprint: fingerprintOf(request), now }
     return store.exclusively(use, async () => {
       const pending: PendingAnswer = { record: (status, payload) => store.record(use, status, serializeFor(reply, status, payload)) }

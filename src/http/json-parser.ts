@@ -2,11 +2,6 @@ import type { FastifyInstance } from 'fastify'
 import secureJson from 'secure-json-parse'
 import { errors } from '../lib/errors.js'
 
-/**
- * The JSON body parser. Unlike Fastify's default it treats an empty body as no body, since many
- * clients send `Content-Type: application/json` on a DELETE; and it tells malformed JSON apart from
- * prototype-poisoning keys, which are refused outright and never reach a handler.
- */
 declare module 'fastify' {
   interface FastifyRequest {
     /**
@@ -17,6 +12,11 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * The JSON body parser. Unlike Fastify's default it treats an empty body as no body, since many
+ * clients send `Content-Type: application/json` on a DELETE; and it tells malformed JSON apart from
+ * prototype-poisoning keys, which are refused outright and never reach a handler.
+ */
 export function registerJsonParser(app: FastifyInstance): void {
   app.decorateRequest('bodyText', null)
   app.removeAllContentTypeParsers()

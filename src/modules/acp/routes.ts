@@ -56,7 +56,8 @@ export const acpRoutes: FastifyPluginAsyncTypebox<AcpRouteDeps> = async (app, de
   })
 
   app.post(DELEGATE_PAYMENT_PATH, {
-    config: { idempotency: { mode: 'required', keyScope: `POST ${DELEGATE_PAYMENT_PATH}`, errorBody: acpErrorBody } },
+    // The card's number and CVC are in the body: its text is not remembered for retries (bodyHoldsSecrets).
+    config: { idempotency: { mode: 'required', keyScope: `POST ${DELEGATE_PAYMENT_PATH}`, errorBody: acpErrorBody, bodyHoldsSecrets: true } },
     // rfc.delegate_payment.md 2.1: the version is checked before anything else of the request.
     onRequest: async (request) => {
       const version = request.headers['api-version']
