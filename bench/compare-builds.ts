@@ -21,7 +21,7 @@ import pg from 'pg'
 import { cpuSeconds, postgresPids } from './proc.js'
 import { startWishpay } from './processes.js'
 import { requireBenchPostgresUrl } from './postgres-url.js'
-import { PAYMENT_BODY, replayBody } from './scenarios.js'
+import { PAYMENT_BODY, primeReplay, replayBody } from './scenarios.js'
 import { seedBasics } from './seed.js'
 import { wrk, wrkVersion } from './wrk.js'
 import { migrateToLatest } from '../src/db/migrate.js'
@@ -89,6 +89,7 @@ try {
       const server = await startWishpay({ ...serverEnv, ...build.env }, { build: build.dir })
       try {
         const load = { url: server.url, key: seed.key, connections: 64, warmupSeconds: 0, ...request }
+        if (scenario === 'replay') await primeReplay(server.url, seed.key, seed.mandateId)
         await wrk({ ...load, durationSeconds: 3 })
         const pgPids = client ? await postgresPids(client, applicationName) : []
         const before = cpuSeconds(server.pids())

@@ -26,7 +26,7 @@ import autocannon from 'autocannon'
 import { parseBuilds } from './build-args.js'
 import { annotate, type Counts, startCounted, valgrindVersion } from './callgrind.js'
 import { requireBenchPostgresUrl } from './postgres-url.js'
-import { bodyMaker, PAYMENT_BODY, replayBody, requestHeaders } from './scenarios.js'
+import { bodyMaker, PAYMENT_BODY, primeReplay, replayBody, requestHeaders } from './scenarios.js'
 import { seedBasics } from './seed.js'
 import { SERVER_NODE_FLAGS } from '../bin/node-flags.js'
 import { migrateToLatest } from '../src/db/migrate.js'
@@ -83,6 +83,7 @@ try {
         : await startCounted([...SERVER_NODE_FLAGS, `${build.dir}/cli.js`, 'serve'],
           { PORT: '0', NODE_ENV: 'production', RATE_LIMIT_PER_SECOND: '1000000', ...opened.env, ...build.env }, 'wishpay listening')
       try {
+        if (scenario === 'replay') await primeReplay(server.url, seed.key, seed.mandateId)
         for (let i = 0; i < Number(values.warmups); i++) await drive(server.url)
         const counts = await server.measure(() => drive(server.url))
         build.rounds.push(counts)

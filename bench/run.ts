@@ -15,7 +15,7 @@ import { benchPostgresUrl, requireBenchPostgresUrl } from './postgres-url.js'
 import { describeCommits, scrapeCommits } from './server-commits.js'
 import { describeDurations, scrapeDurations } from './server-durations.js'
 import { scale, type ScaleRow } from './scale.js'
-import { type Driven, drive, PAYMENT_BODY, replayBody, settle } from './scenarios.js'
+import { type Driven, drive, PAYMENT_BODY, primeReplay, replayBody, settle } from './scenarios.js'
 import { seedBasics, seedMandates, seedWishes } from './seed.js'
 import { seedPayments } from './seed-pages.js'
 import { cell, printTable } from './table.js'
@@ -256,6 +256,7 @@ async function runStore(store: TestStore): Promise<StoreResult> {
       if (runs('replay')) {
         await settled()
         const floor = await helloPost()
+        await primeReplay(service.url, seed.key, seed.mandateId)
         const replay = await drive({ ...service, path: '/payments', method: 'POST', body: replayBody(seed.mandateId) }, withWrk, settled)
         rows.push(row('POST /payments (replay one key)', replay, server, floor))
       }

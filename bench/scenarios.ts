@@ -46,6 +46,15 @@ export function replayBody(mandateId: string): string {
   return JSON.stringify({ mandate_id: mandateId, amount: 1, idempotency_key: 'bench-replay' })
 }
 
+/**
+ * Sends the replay scenario's request once, so that its key has a record before the load starts: while
+ * its first request runs, the others under the key are 409 `idempotency_key_in_use`.
+ */
+export async function primeReplay(url: string, key: string, mandateId: string): Promise<void> {
+  const res = await fetch(`${url}/payments`, { method: 'POST', headers: requestHeaders({ key }), body: replayBody(mandateId) })
+  if (res.status !== 201) throw new Error(`the replay scenario's first payment answered ${res.status}: ${await res.text()}`)
+}
+
 /** Runs autocannon against one route; every non-2xx answer or socket error counts as an error. */
 export async function load(options: LoadOptions): Promise<LoadResult> {
   if (options.warmupSeconds) await measure({ ...options, durationSeconds: options.warmupSeconds })
