@@ -21,7 +21,7 @@ import pg from 'pg'
 import { cpuSeconds, postgresPids } from './proc.js'
 import { startWishpay } from './processes.js'
 import { requireBenchPostgresUrl } from './postgres-url.js'
-import { PAYMENT_BODY, primeReplay, replayBody } from './scenarios.js'
+import { MEASURED_ROUTES, measuredScenario, PAYMENT_BODY, primeReplay, replayBody } from './scenarios.js'
 import { seedBasics } from './seed.js'
 import { wrk, wrkVersion } from './wrk.js'
 import { migrateToLatest } from '../src/db/migrate.js'
@@ -37,9 +37,8 @@ const { values, positionals } = parseArgs({
   },
 })
 const store = values.store
-const scenario = values.scenario
+const scenario = measuredScenario(values.scenario)
 if (store !== 'sqlite' && store !== 'postgres') throw new Error('--store takes sqlite or postgres')
-if (scenario !== 'get' && scenario !== 'payments' && scenario !== 'replay') throw new Error('--scenario takes get, payments or replay')
 if (positionals.length === 0) throw new Error('name at least one build directory (e.g. `cp -r dist dist-before`)')
 if (await wrkVersion() === null) throw new Error('wrk is not installed (apt-get install wrk)')
 
@@ -64,7 +63,7 @@ const median = (xs: number[]) => {
 }
 
 function printSummary(): void {
-  const route = { get: 'GET /payments/:id', payments: 'POST /payments', replay: 'POST /payments (replay one key)' }[scenario]
+  const route = MEASURED_ROUTES[scenario]
   process.stdout.write(`${store} ${route}, wrk -t2 -c64, ${values.seconds} s a round\n`)
   for (const build of builds) {
     if (build.runs.length === 0) {

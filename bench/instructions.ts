@@ -26,7 +26,7 @@ import autocannon from 'autocannon'
 import { parseBuilds } from './build-args.js'
 import { annotate, type Counts, startCounted, valgrindVersion } from './callgrind.js'
 import { requireBenchPostgresUrl } from './postgres-url.js'
-import { bodyMaker, PAYMENT_BODY, primeReplay, replayBody, requestHeaders } from './scenarios.js'
+import { bodyMaker, MEASURED_ROUTES, measuredScenario, PAYMENT_BODY, primeReplay, replayBody, requestHeaders } from './scenarios.js'
 import { seedBasics } from './seed.js'
 import { SERVER_NODE_FLAGS } from '../bin/node-flags.js'
 import { migrateToLatest } from '../src/db/migrate.js'
@@ -44,9 +44,9 @@ const { values, positionals } = parseArgs({
     keep: { type: 'boolean', default: false },
   },
 })
-const { store, scenario } = values
+const { store } = values
+const scenario = measuredScenario(values.scenario)
 if (store !== 'sqlite' && store !== 'postgres') throw new Error('--store takes sqlite or postgres')
-if (scenario !== 'get' && scenario !== 'payments' && scenario !== 'replay') throw new Error('--scenario takes get, payments or replay')
 if (positionals.length === 0) throw new Error('name at least one build directory (e.g. dist) or hello')
 if (await valgrindVersion() === null) throw new Error('valgrind is not installed (apt-get install valgrind)')
 const requests = Number(values.requests)
@@ -100,7 +100,7 @@ try {
     }
   }
 } finally {
-  const route = { get: 'GET /payments/:id', payments: 'POST /payments', replay: 'POST /payments (replay one key)' }[scenario]
+  const route = MEASURED_ROUTES[scenario]
   process.stdout.write(`${store} ${route}, 64 connections, ${requests} requests counted a round\n`)
   for (const build of builds) {
     if (build.rounds.length === 0) {

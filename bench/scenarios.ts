@@ -41,6 +41,16 @@ export interface LoadOptions {
 /** A new payment each request: a new idempotency key, against the given mandates in turn. */
 export const PAYMENT_BODY = '{"mandate_id":"__MANDATE__","amount":1,"idempotency_key":"__KEY__"}'
 
+/** The scenarios bench/instructions.ts and bench/compare-builds.ts measure one at a time, by their route as run.ts names it. */
+export const MEASURED_ROUTES = { get: 'GET /payments/:id', payments: 'POST /payments', replay: 'POST /payments (replay one key)' } as const
+export type MeasuredScenario = keyof typeof MEASURED_ROUTES
+
+/** `--scenario`'s value, checked. */
+export function measuredScenario(value: string | undefined): MeasuredScenario {
+  if (value === undefined || !Object.hasOwn(MEASURED_ROUTES, value)) throw new Error(`--scenario takes ${Object.keys(MEASURED_ROUTES).join(', ')}`)
+  return value as MeasuredScenario
+}
+
 /** The replay scenario's body: one key for every request, so all after the first are answered from its record. */
 export function replayBody(mandateId: string): string {
   return JSON.stringify({ mandate_id: mandateId, amount: 1, idempotency_key: 'bench-replay' })
