@@ -24,7 +24,8 @@ const GET_OPTIONS = {}
  * without the canonical JSON and the SHA-256 (about 14,000 of a SQLite replay's 213,000 instructions,
  * callgrind, docs/performance.md, thirty-second pass). Any other text is checked in full. The memo is
  * bound to the record's fingerprint, so a key's next record (after the first expired) is checked in full
- * too. Per process, bounded in bytes; an entry estimates its strings at two bytes a character.
+ * too. Per process, bounded in bytes; an entry keeps its own copies of its strings (ownCopy below) and
+ * counts them at two bytes a character.
  */
 export function createRetryMatches(maxBytes = MAX_BYTES): (request: FingerprintedRequest, slot: string, fingerprint: string) => boolean {
   const matched = new LRUCache<string, Match>({
@@ -37,7 +38,18 @@ export function createRetryMatches(maxBytes = MAX_BYTES): (request: Fingerprinte
     const known = matched.get(slot, GET_OPTIONS)
     if (known !== undefined && known.fingerprint === fingerprint && known.text === text) return true
     if (fingerprintOf(request) !== fingerprint) return false
-    if (text.length <= MAX_TEXT_LENGTH) matched.set(slot, { text, fingerprint })
+    if (text.length <= MAX_TEXT_LENGTH) matched.set(ownCopy(slot), { text: ownCopy(text), fingerprint })
     return true
   }
+}
+
+/**
+ * A copy of a string that shares nothing with it, at most two bytes a character: what the memo's bound
+ * counts. V8 may hold a string as a slice of a longer one, which keeps the whole of it alive (the path
+ * of a URL with a long query string, sliced off it in fingerprint.ts), or as a tree of the pieces it was
+ * joined from, at tens of bytes a piece; either would let an entry hold many times what it is counted
+ * for. UTF-16 both ways keeps every code unit, lone surrogates included, so the copy is equal to the text.
+ */
+function ownCopy(text: string): string {
+  return Buffer.from(text, 'utf16le').toString('utf16le')
 }
