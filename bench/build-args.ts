@@ -1,9 +1,11 @@
 /**
  * The builds named on the command line of bench/compare-builds.ts and bench/instructions.ts: each a
  * build's output directory (a copy of dist/ inside this checkout, so that it finds node_modules), with
- * environment variables of its own after commas (`dist-before,NAME=VALUE`).
+ * environment variables of its own after commas (`dist-before,NAME=VALUE`). `NODE_FLAGS=` is not one:
+ * its space-separated flags go to node after the server's own (`dist,NODE_FLAGS=--no-maglev`), since
+ * node takes V8's flags only on its command line, not in NODE_OPTIONS.
  */
-export function parseBuilds(given: readonly string[]): Array<{ name: string, dir: string, env: Record<string, string> }> {
+export function parseBuilds(given: readonly string[]): Array<{ name: string, dir: string, env: Record<string, string>, nodeFlags: string[] }> {
   return given.map((arg) => {
     const [dir, ...assignments] = arg.split(',')
     const env = Object.fromEntries(assignments.map((a) => {
@@ -11,6 +13,8 @@ export function parseBuilds(given: readonly string[]): Array<{ name: string, dir
       if (at < 1) throw new Error(`${arg}: give an environment variable as NAME=VALUE, not ${a}`)
       return [a.slice(0, at), a.slice(at + 1)]
     }))
-    return { name: arg, dir: dir!, env }
+    const nodeFlags = (env.NODE_FLAGS ?? '').split(' ').filter(Boolean)
+    delete env.NODE_FLAGS
+    return { name: arg, dir: dir!, env, nodeFlags }
   })
 }

@@ -2,7 +2,8 @@
  * `npx tsx bench/compare-builds.ts [--store sqlite|postgres] [--scenario get|payments|replay] [--rounds N]
  * [--seconds N] DIR[,NAME=VALUE...] ...`: compiled builds of the server side by side, on one seeded store.
  * Each DIR is a build's output (a copy of dist/ inside this checkout, such as `cp -r dist dist-before`, so
- * that it finds node_modules), with environment variables of its own after commas if any. Round after
+ * that it finds node_modules), with environment variables of its own after commas if any (`NODE_FLAGS=`
+ * gives node flags instead, bench/build-args.ts: `dist,NODE_FLAGS=--no-maglev`). Round after
  * round, each build is started as the bench starts it (`node <flags> DIR/cli.js serve`), driven by wrk at
  * 64 connections (3 s of warm-up, then N seconds measured) and stopped; the order of the builds turns by
  * one each round, so that the machine's drift, and on `payments` the tables' growth, falls on every build
@@ -85,7 +86,7 @@ try {
   for (let round = 1; round <= Number(values.rounds); round++) {
     const turned = builds.map((_, i) => builds[(i + round - 1) % builds.length]!)
     for (const build of turned) {
-      const server = await startWishpay({ ...serverEnv, ...build.env }, { build: build.dir })
+      const server = await startWishpay({ ...serverEnv, ...build.env }, { build: build.dir, nodeFlags: build.nodeFlags })
       try {
         const load = { url: server.url, key: seed.key, connections: 64, warmupSeconds: 0, ...request }
         if (scenario === 'replay') await primeReplay(server.url, seed.key, seed.mandateId)

@@ -80,7 +80,7 @@ try {
     for (const build of builds.map((_, i) => builds[(i + round - 1) % builds.length]!)) {
       const server = build.dir === 'hello'
         ? await startCounted(['--import', 'tsx', 'bench/hello-server.ts'], {}, 'hello listening')
-        : await startCounted([...SERVER_NODE_FLAGS, `${build.dir}/cli.js`, 'serve'],
+        : await startCounted([...SERVER_NODE_FLAGS, ...build.nodeFlags, `${build.dir}/cli.js`, 'serve'],
           { PORT: '0', NODE_ENV: 'production', RATE_LIMIT_PER_SECOND: '1000000', ...opened.env, ...build.env }, 'wishpay listening')
       try {
         if (scenario === 'replay') await primeReplay(server.url, seed.key, seed.mandateId)

@@ -83,14 +83,14 @@ export async function startProcess(args: string[], env: Record<string, string>, 
 /**
  * Wishpay as deployed: the compiled dist/ (`npm run bench` builds it first), production mode, info logs
  * (one line per request), a limit no run reaches. `cpuProfileDir`: V8's CPU profile of the server,
- * written there when it exits. `build`: another build's output directory instead of dist/
- * (bench/compare-builds.ts).
+ * written there when it exits. `build`: another build's output directory instead of dist/, and
+ * `nodeFlags`: node's flags after the server's own (bench/compare-builds.ts).
  */
-export function startWishpay(env: Record<string, string>, options: { cpuProfileDir?: string | undefined, build?: string } = {}): Promise<RunningProcess> {
+export function startWishpay(env: Record<string, string>, options: { cpuProfileDir?: string | undefined, build?: string, nodeFlags?: string[] } = {}): Promise<RunningProcess> {
   const cli = path.resolve(ROOT, options.build ?? 'dist', 'cli.js')
   if (!fs.existsSync(cli)) throw new Error(`${cli} is missing: run \`npm run build\` (npm run bench does), or give a build's output directory`)
   const profile = options.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(options.cpuProfileDir)}`] : []
-  return startProcess([...SERVER_NODE_FLAGS, ...profile, cli, 'serve'], {
+  return startProcess([...SERVER_NODE_FLAGS, ...(options.nodeFlags ?? []), ...profile, cli, 'serve'], {
     PORT: '0',
     NODE_ENV: 'production',
     RATE_LIMIT_PER_SECOND: '1000000',
