@@ -62,5 +62,5 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 
 # Exec form: node is the process that receives SIGTERM and shuts down gracefully.
-ENTRYPOINT ["node", "--max-semi-space-size=8", "--max-old-space-size=512", "dist/cli.js"]
+ENTRYPOINT ["node", "--max-semi-space-size=8", "--max-old-space-size=512", "--no-maglev", "dist/cli.js"]
 CMD ["serve"]
