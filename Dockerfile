@@ -4,7 +4,8 @@
 # tsx's loader thread costs about 45 MB of memory per process (docs/decisions.md).
 
 # ---- build: dependencies, the toolchain for better-sqlite3, and the TypeScript compile -----------
-FROM node:20-bookworm-slim AS build
+# Node 24, the active LTS: Node 20's support ended in April 2026 (the suite passes on 20, 22 and 24).
+FROM node:24-bookworm-slim AS build
 
 # better-sqlite3 is a native module: its install script downloads a prebuilt binary and falls back
 # to compiling it with node-gyp, which needs python3, make and g++.
@@ -30,7 +31,7 @@ RUN npm run build \
  && npm cache clean --force
 
 # ---- runtime ----------------------------------------------------------------------------------------
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
