@@ -3,7 +3,7 @@
  * [--seconds N] DIR[,NAME=VALUE...] ...`: compiled builds of the server side by side, on one seeded store.
  * Each DIR is a build's output (a copy of dist/ inside this checkout, such as `cp -r dist dist-before`, so
  * that it finds node_modules), with environment variables of its own after commas if any (`NODE_FLAGS=`
- * gives node flags instead, bench/build-args.ts: `dist,NODE_FLAGS=--no-maglev`). Round after
+ * gives node flags instead, bench/build-args.ts: `dist,NODE_FLAGS=--maglev`). Round after
  * round, each build is started as the bench starts it (`node <flags> DIR/cli.js serve`), driven by wrk at
  * 64 connections (3 s of warm-up, then N seconds measured) and stopped; the order of the builds turns by
  * one each round, so that the machine's drift, and on `payments` the tables' growth, falls on every build

@@ -2,9 +2,9 @@
 // keeps the young generation at 16 MB instead of the 32 MB it grows to (4 MB saved about 9 MB of RSS but
 // doubled the scavenges, a third of a PostgreSQL payment's CPU), and a 512 MB old space (about 10x the live heap)
 // stops V8 from growing the heap to several times what it holds, as it does under a multi-GB limit.
-// --no-maglev (thirty-fourth pass): Node 22 and later add V8's Maglev tier between the baseline compiler and
-// TurboFan; on Node 24 it held 8-23 MB more at the peak of short runs and its background compiles cost 5-6 %
-// more instructions a request, for the same code once warm (Node 20 runs without it by default).
+// --no-maglev (thirty-fourth pass): Node 24 and later run V8's Maglev tier between the baseline compiler and
+// TurboFan (Node 20 and 22 ship it off); on Node 24 it held 8-17 MB more at the peak of short runs and its
+// background compiles cost 5-7 % more instructions a request, for the same code once warm.
 // Node reads them only at start, so they are repeated where node is started: bin/wishpay.js's first line,
 // package.json's start script, the Dockerfile's ENTRYPOINT and the bench; test/unit/node-flags.test.ts
 // checks that those places agree with this list.

@@ -4,7 +4,7 @@ import { parseBuilds } from '../../bench/build-args.js'
 
 /**
  * The builds that bench/compare-builds.ts and bench/instructions.ts compare: a directory, then its own
- * environment variables, where NODE_FLAGS gives node's flags instead (V8's are refused in NODE_OPTIONS).
+ * environment variables, where NODE_FLAGS gives node's flags instead (NODE_OPTIONS takes few of V8's).
  */
 
 test('a build takes environment variables after commas, and NODE_FLAGS as node flags, not as a variable', () => {
