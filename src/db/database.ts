@@ -149,11 +149,14 @@ function withStatementCache(connection: SQLite.Database, limit = 500): Statement
 const MAX_BATCH = 64
 
 /**
- * The writer's page cache. It keeps what the writes walk (the tails of the tables, the mandates, the
- * idempotency keys' index) between transactions; better-sqlite3's default of 16 MB filled under load and
- * was most of what SQLite's peak RSS has over PostgreSQL's (docs/performance.md, seventh pass).
+ * The writer's page cache. It keeps what the writes walk between transactions: the tables' and indexes'
+ * tails (ids are ULIDs, so inserts append), their interior pages and the mandates. A random idempotency
+ * key lands on a leaf of its index that no cache this size would hold in a large store, so it is read
+ * from the OS page cache either way. better-sqlite3's default of 16 MB filled under load; 8 MB (seventh
+ * pass) and now 2 MB (thirty-fifth) cost a payment no CPU beyond the noise with a million payments in
+ * the store, and each saved peak RSS (docs/performance.md).
  */
-const WRITER_CACHE_KIB = 8192
+const WRITER_CACHE_KIB = 2048
 
 function openSqlite(file: string): Database {
   if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true })
