@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { register } from 'node:module'
+import * as nodeModule from 'node:module'
 import { after, before, describe, test } from 'node:test'
 import { MessageChannel } from 'node:worker_threads'
 import type { TestApp } from '../helpers/app.js'
@@ -20,17 +20,35 @@ export async function resolve(specifier, context, next) {
   return resolved
 }`
 
-const { port1, port2 } = new MessageChannel()
-register(`data:text/javascript,${encodeURIComponent(HOOKS)}`, import.meta.url, { data: { port: port2 }, transferList: [port2] })
+/** `module.registerHooks` (Node 22.15 and later), not typed by @types/node 20, the oldest runtime here. */
+type RegisterHooks = (hooks: {
+  resolve(specifier: string, context: unknown, next: (specifier: string, context: unknown) => { url: string }): { url: string }
+}) => unknown
+const registerHooks = (nodeModule as { registerHooks?: RegisterHooks }).registerHooks
+
 const loaded = new Set<string>()
-port1.on('message', (url: string) => loaded.add(url))
+const { port1, port2 } = new MessageChannel()
+if (registerHooks) {
+  // In this thread, as each import resolves. module.register is deprecated where this exists (DEP0205,
+  // printed on Node 26).
+  registerHooks({
+    resolve(specifier, context, next) {
+      const resolved = next(specifier, context)
+      loaded.add(resolved.url)
+      return resolved
+    },
+  })
+} else {
+  nodeModule.register(`data:text/javascript,${encodeURIComponent(HOOKS)}`, import.meta.url, { data: { port: port2 }, transferList: [port2] })
+  port1.on('message', (url: string) => loaded.add(url))
+}
 // The hook thread's messages must not keep the test process alive once the tests are done.
 port1.unref()
 
 let markers = 0
 /**
- * The hook posts from its own thread, in order on one port: once a new marker module's URL has come,
- * every import before it has been reported.
+ * module.register's hook posts from its own thread, in order on one port: once a new marker module's
+ * URL has come, every import before it has been reported. registerHooks' hook has reported it already.
  */
 async function settled(): Promise<void> {
   const marker = `data:text/javascript,export default ${++markers}`
