@@ -5,7 +5,7 @@
 
 # ---- build: dependencies, the toolchain for better-sqlite3, and the TypeScript compile -----------
 # Node 24, an LTS line supported to April 2028: Node 20's support ended in April 2026 (the suite passes
-# on 20, 22 and 24).
+# on 20, 22, 24 and 26).
 FROM node:24-bookworm-slim AS build
 
 # better-sqlite3 is a native module: its install script downloads a prebuilt binary and falls back

@@ -20,7 +20,7 @@ export async function resolve(specifier, context, next) {
   return resolved
 }`
 
-/** `module.registerHooks` (Node 22.15 and later), not typed by @types/node 20, the oldest runtime here. */
+/** `module.registerHooks` (Node 22.15 and later): not in @types/node 20 (Node 20 is the oldest runtime here). */
 type RegisterHooks = (hooks: {
   resolve(specifier: string, context: unknown, next: (specifier: string, context: unknown) => { url: string }): { url: string }
 }) => unknown
@@ -29,8 +29,8 @@ const registerHooks = (nodeModule as { registerHooks?: RegisterHooks }).register
 const loaded = new Set<string>()
 const { port1, port2 } = new MessageChannel()
 if (registerHooks) {
-  // In this thread, as each import resolves. module.register is deprecated where this exists (DEP0205,
-  // printed on Node 26).
+  // In this thread, as each import resolves. registerHooks replaces module.register, which is deprecated
+  // (DEP0205, a runtime warning from Node 26); the channel below is then unused.
   registerHooks({
     resolve(specifier, context, next) {
       const resolved = next(specifier, context)
