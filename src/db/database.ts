@@ -151,9 +151,9 @@ const MAX_BATCH = 64
 /**
  * The writer's page cache. It keeps what the writes walk between transactions: the tables' and indexes'
  * tails (ids are ULIDs, so inserts append; an index that leads with the account has a tail for each
- * account writing), their interior pages and the mandates. A random idempotency
- * key lands on a leaf of its index that no cache this size would hold in a large store, so it is read
- * from the OS page cache either way. better-sqlite3's default of 16 MB filled under load; 8 MB saved
+ * account writing), their interior pages and the mandates. A random idempotency key lands on a leaf of
+ * its index that no cache this size would hold in a large store, so it is read from the OS page cache
+ * either way. better-sqlite3's default of 16 MB filled under load; 8 MB saved
  * 8-9 MB of peak RSS (seventh pass), and going to 2 MB saved 3-8 MB more with a million payments in the
  * store, a write's CPU within ±5 % (docs/performance.md, thirty-fifth pass).
  */

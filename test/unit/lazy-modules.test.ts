@@ -30,7 +30,7 @@ const loaded = new Set<string>()
 const { port1, port2 } = new MessageChannel()
 if (registerHooks) {
   // In this thread, as each import resolves. registerHooks replaces module.register, which is deprecated
-  // (DEP0205, a runtime warning from Node 26); the channel below is then unused.
+  // (DEP0205, a runtime warning from Node 26); the channel above is then unused.
   registerHooks({
     resolve(specifier, context, next) {
       const resolved = next(specifier, context)
