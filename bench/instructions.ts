@@ -4,10 +4,11 @@
  * costs each build of the server, counted by valgrind's callgrind (bench/callgrind.ts) on one seeded store.
  *
  * A BUILD is a build's output directory, as for bench/compare-builds.ts (`cp -r dist dist-before`), or
- * `hello`: the hello-world floor (bench/hello-server.ts). Round after round, each build is started under
- * callgrind with counting off, warmed up by `--warmups` runs of `--requests` requests each (a run's end
- * closes its 64 connections, which deoptimises some of node's stream code: the runs after it let V8
- * optimise it again), then counted over one more run. Prints each round's instructions a request (every
+ * `hello`: the hello-world floor (bench/hello-server.ts), which takes variables and `NODE_FLAGS=` as a
+ * build does (with none of the server's own flags, which it never had). Round after round, each build is
+ * started under callgrind with counting off, warmed up by `--warmups` runs of `--requests` requests each
+ * (a run's end closes its 64 connections, which deoptimises some of node's stream code: the runs after it
+ * let V8 optimise it again), then counted over one more run. Prints each round's instructions a request (every
  * thread's and JavaScript's thread's) and their medians, and with `--top N` the N functions that cost the
  * most in the last round (`--keep` leaves callgrind's files for callgrind_annotate or kcachegrind).
  *
@@ -79,7 +80,7 @@ try {
     // The order turns by one each round, so that the tables' growth falls on every build alike.
     for (const build of builds.map((_, i) => builds[(i + round - 1) % builds.length]!)) {
       const server = build.dir === 'hello'
-        ? await startCounted(['--import', 'tsx', 'bench/hello-server.ts'], {}, 'hello listening')
+        ? await startCounted([...build.nodeFlags, '--import', 'tsx', 'bench/hello-server.ts'], build.env, 'hello listening')
         : await startCounted([...SERVER_NODE_FLAGS, ...build.nodeFlags, `${build.dir}/cli.js`, 'serve'],
           { PORT: '0', NODE_ENV: 'production', RATE_LIMIT_PER_SECOND: '1000000', ...opened.env, ...build.env }, 'wishpay listening')
       try {
