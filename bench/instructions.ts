@@ -5,12 +5,13 @@
  *
  * A BUILD is a build's output directory, as for bench/compare-builds.ts (`cp -r dist dist-before`), or
  * `hello`: the hello-world floor (bench/hello-server.ts), which takes variables and `NODE_FLAGS=` as a
- * build does (with none of the server's own flags, which it never had). Round after round, each build is
- * started under callgrind with counting off, warmed up by `--warmups` runs of `--requests` requests each
- * (a run's end closes its 64 connections, which deoptimises some of node's stream code: the runs after it
- * let V8 optimise it again), then counted over one more run. Prints each round's instructions a request (every
- * thread's and JavaScript's thread's) and their medians, and with `--top N` the N functions that cost the
- * most in the last round (`--keep` leaves callgrind's files for callgrind_annotate or kcachegrind).
+ * build does (with none of the server's own flags or variables, which it never had). Round after round,
+ * each build is started under callgrind with counting off, warmed up by `--warmups` runs of `--requests`
+ * requests each (a run's end closes its 64 connections, which deoptimises some of node's stream code: the
+ * runs after it let V8 optimise it again), then counted over one more run. Prints each round's
+ * instructions a request (every thread's and JavaScript's thread's) and their medians, and with `--top N`
+ * the N functions that cost the most in the last round (`--keep` leaves callgrind's files for
+ * callgrind_annotate or kcachegrind).
  *
  * Why: the machine's speed moves by ±10-15 % between runs minutes apart, more than most single changes
  * gain, so bench/compare-builds.ts needs many rounds to tell two builds apart. An instruction count is the
