@@ -17,8 +17,12 @@ export function isUniqueViolation(error: unknown): boolean {
 
 const UNAVAILABLE_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EPIPE', 'EHOSTUNREACH'])
 
-/** pg's own words when a connection is gone: the query, or the rollback after it, cannot run. */
-const CONNECTION_LOST = /Connection terminated|timeout exceeded when trying to connect|Query read timeout|not queryable|server closed the connection unexpectedly/i
+/**
+ * pg's own words when a connection is gone or never came: the query, or the rollback after it, cannot
+ * run. `timeout expired` (the whole message) is a new connection's connect timeout, where the server took
+ * the TCP connection and never answered (a frozen or partitioned host).
+ */
+const CONNECTION_LOST = /Connection terminated|timeout exceeded when trying to connect|^timeout expired$|Query read timeout|not queryable|server closed the connection unexpectedly/i
 
 /** The database cannot serve right now (down, busy, full); the client may retry later. */
 export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {

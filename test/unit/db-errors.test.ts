@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict'
+import net from 'node:net'
 import { test } from 'node:test'
+import { sql } from 'kysely'
+import { openDatabase } from '../../src/db/database.js'
 import { isDatabaseUnavailable, isUniqueViolation } from '../../src/db/errors.js'
 
 const withCode = (code: string, message = 'x') => Object.assign(new Error(message), { code })
@@ -10,16 +13,35 @@ test('connection failures of either dialect count as the database being unavaila
   }
   for (const message of [
     'Connection terminated unexpectedly', 'Query read timeout', 'timeout exceeded when trying to connect',
-    'Client has encountered a connection error and is not queryable',
+    'Client has encountered a connection error and is not queryable', 'timeout expired',
   ]) assert.equal(isDatabaseUnavailable(new Error(message)), true, message)
   assert.equal(isDatabaseUnavailable(new Error('wrapped', { cause: withCode('ECONNREFUSED') })), true)
 })
 
 test('client mistakes and bugs are not outages', () => {
-  for (const error of [withCode('23505'), withCode('42P01'), new TypeError('x is undefined'), 'string', null]) {
+  for (const error of [withCode('23505'), withCode('42P01'), new TypeError('x is undefined'), new Error('lease timeout expired'), 'string', null]) {
     assert.equal(isDatabaseUnavailable(error), false, String(error))
   }
   assert.equal(isUniqueViolation(withCode('23505')), true)
   assert.equal(isUniqueViolation(withCode('SQLITE_CONSTRAINT_PRIMARYKEY')), true)
   assert.equal(isUniqueViolation(withCode('SQLITE_BUSY')), false)
+})
+
+test('a PostgreSQL server that accepts connections but never answers (frozen) costs a new connection pg\'s connect timeout, which counts as unavailable', async () => {
+  // A listener that takes each TCP connection and says nothing, as a stopped (SIGSTOP) server's kernel does.
+  const sockets = new Set<net.Socket>()
+  const silent = net.createServer((socket) => { sockets.add(socket) })
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+  const { port } = silent.address() as net.AddressInfo
+  const db = openDatabase({ databaseUrl: `postgres://wishpay@127.0.0.1:${port}/wishpay` })
+  try {
+    // Through the serving pool, as a request's first query on a new connection would go.
+    const error: unknown = await sql`select 1`.execute(db.kysely).then(() => undefined, (e: unknown) => e)
+    assert.ok(error instanceof Error, 'the query failed')
+    assert.equal(isDatabaseUnavailable(error), true, error.message)
+  } finally {
+    await db.close()
+    for (const socket of sockets) socket.destroy()
+    await new Promise((resolve) => silent.close(resolve))
+  }
 })
