@@ -38,6 +38,8 @@ test('a PostgreSQL server that accepts connections but never answers (frozen) co
     // Through the serving pool, as a request's first query on a new connection would go.
     const error: unknown = await sql`select 1`.execute(db.kysely).then(() => undefined, (e: unknown) => e)
     assert.ok(error instanceof Error, 'the query failed')
+    // The client's own connect timeout (QuickConnectClient), not pg-pool's longer one, ended it.
+    assert.equal(error.message, 'timeout expired')
     assert.equal(isDatabaseUnavailable(error), true, error.message)
   } finally {
     await db.close()
