@@ -8,7 +8,7 @@ import { isDatabaseUnavailable, isUniqueViolation } from '../../src/db/errors.js
 const withCode = (code: string, message = 'x') => Object.assign(new Error(message), { code })
 
 test('connection failures of either dialect count as the database being unavailable (503)', () => {
-  for (const code of ['ECONNREFUSED', 'ECONNRESET', '08006', '57P01', '57P03', '53300', 'SQLITE_BUSY', 'SQLITE_FULL']) {
+  for (const code of ['ECONNREFUSED', 'ECONNRESET', 'EAI_AGAIN', 'ENETUNREACH', '08006', '57P01', '57P03', '53300', 'SQLITE_BUSY', 'SQLITE_FULL']) {
     assert.equal(isDatabaseUnavailable(withCode(code)), true, code)
   }
   for (const message of [
