@@ -1,5 +1,6 @@
 import type { CompiledQuery, QueryResult } from 'kysely'
 import type { PostgresHandle } from './database.js'
+import { isDatabaseUnavailable } from './errors.js'
 import { secondsSince } from './shared-commits.js'
 
 /** Runs a statement, as its own transaction or in one shared with statements submitted at the same time. */
@@ -42,8 +43,10 @@ interface Pending {
  *
  * A statement is atomic, and so is the transaction: if any statement of a shared transaction fails, it
  * rolls back whole and every statement of it runs again alone, so each caller gets its own statement's
- * outcome, and nothing is committed twice (a statement that depends on being new, an idempotency
- * record, finds itself already taken if a lost COMMIT acknowledgement did commit).
+ * outcome. Unless the database is unavailable (the connection lost, no answer in time): then whether the
+ * transaction committed is unknown, and running it again could commit it twice, or turn a wish that did
+ * commit into a duplicate key (a 500). Every caller gets the error, a 503 that a retry settles (a
+ * payment's idempotency key replays what did commit), at once rather than after a timeout each.
  */
 export function createStatementBatch(postgres: PostgresHandle, options: StatementBatchOptions = {}): StatementBatch {
   // Without prepared statements a script cannot carry values: each statement runs alone, with its own.
@@ -71,7 +74,11 @@ export function createStatementBatch(postgres: PostgresHandle, options: Statemen
     const sentAt = performance.now()
     try {
       results = await postgres.runTogether(items.flatMap((item) => item.statements))
-    } catch {
+    } catch (error) {
+      if (isDatabaseUnavailable(error)) {
+        for (const item of items) item.reject(error)
+        return
+      }
       // Which statement failed, and whether for its own reason, only running each alone can tell. They
       // run outside the batch's slot: the next batch need not wait for all of them (one in flight).
       void Promise.all(items.map(runAlone))

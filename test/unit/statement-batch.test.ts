@@ -1,13 +1,17 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { type RawBuilder, sql } from 'kysely'
+import { openDatabase } from '../../src/db/database.js'
+import { isDatabaseUnavailable } from '../../src/db/errors.js'
 import { createStatementBatch, type StatementBatchOptions } from '../../src/db/statement-batch.js'
+import { startLossyProxy } from '../helpers/lossy-proxy.js'
 import { openStore, type PostgresTestStore } from '../helpers/stores.js'
 
 /**
  * PostgreSQL's group commit (src/db/statement-batch.ts): statements submitted together share one
  * transaction, each caller gets its own statement's outcome, a failing statement takes nothing of the
- * others with it, and statements on the same rows from batches in flight at once never deadlock.
+ * others with it, statements on the same rows from batches in flight at once never deadlock, and a
+ * transaction whose outcome is unknown (its acknowledgement lost) is never run again.
  */
 
 const pgUrl = process.env.TEST_DATABASE_URL
@@ -139,6 +143,37 @@ describe('statement batch (postgres)', { skip: !pgUrl && 'PostgreSQL only (TEST_
     await Promise.all([holder.done, waiting])
     assert.deepEqual(order, ['next', 'rerun'])
   })
+
+  for (const how of ['drop', 'silence'] as const) {
+    test(`a shared transaction whose acknowledgement is lost (${how === 'drop' ? 'the connection dropped' : 'no answer in time'}) fails every caller as unavailable, and runs no statement again`, async () => {
+      const table = `acked_${how}`
+      await sql`create table ${sql.table(table)} (id text primary key)`.execute(kysely())
+      const proxy = await startLossyProxy(store.postgres.url)
+      // A short query timeout, so that the silent answer is given up on quickly.
+      const db = openDatabase({ databaseUrl: proxy.url, postgresSchema: store.postgres.schema, poolSize: 2, queryTimeoutMs: 500 })
+      try {
+        const batch = createStatementBatch(db.postgres!, { maxInFlight: 1 })
+        const ids = [1, 2, 3, 4].map((n) => `lost-ack-${how}-${n}`)
+        proxy.loseNextAnswer((message) => message.includes(`lost-ack-${how}-`), how)
+        const outcomes = await Promise.allSettled(ids.map((id) => batch.run(q(sql`insert into ${sql.table(table)} (id) values (${id})`), id)))
+        // Whether it committed, no caller could know: each is told the database is unavailable (a 503, which
+        // a payment's retry with its idempotency key settles), not a duplicate key from a run of its own again,
+        // nor after a timeout of its own.
+        for (const outcome of outcomes) {
+          assert.equal(outcome.status, 'rejected')
+          assert.equal(isDatabaseUnavailable(outcome.reason), true, String(outcome.reason))
+        }
+        assert.equal(proxy.matched(), 1, 'the statements reached PostgreSQL once')
+        const rows = await sql<{ id: string }>`select id from ${sql.table(table)} order by id`.execute(kysely())
+        assert.deepEqual(rows.rows.map((r) => r.id), ids, 'the transaction committed, once')
+        // The batch goes on: the pool replaced the lost connection.
+        await batch.run(q(sql`insert into ${sql.table(table)} (id) values ('after')`), 'after')
+      } finally {
+        await db.close()
+        await proxy.close()
+      }
+    })
+  }
 
   test('values travel as literals exactly: quotes, backslashes, placeholders, SQL, unicode, null, big numbers', async () => {
     const batch = batchOf()
