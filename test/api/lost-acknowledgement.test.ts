@@ -8,11 +8,12 @@ import { type LossyProxy, startLossyProxy } from '../helpers/lossy-proxy.js'
 import { openStore, type StoreKind } from '../helpers/stores.js'
 
 /**
- * PostgreSQL commits a write that shared a transaction with others (db/statement-batch.ts), and the
- * answer never reaches the server: the connection drops after the COMMIT. The request cannot know
- * whether it happened, so it is a 503 (never a 500, never a second run of the write), and a payment's
- * retry with its idempotency key replays what committed, charging once. The database goes through a
- * loopback proxy that loses that one answer.
+ * PostgreSQL commits a write, and the answer never reaches the server: the connection drops after the
+ * COMMIT. The request cannot know whether it happened, so it is a 503 (never a 500, never a second run
+ * of the write), and a payment operation's retry with its idempotency key replays what committed,
+ * charging once. Both ways a write commits: in a transaction shared with others (db/statement-batch.ts)
+ * and in one of its own (the general path). The database goes through a loopback proxy that loses that
+ * one answer.
  */
 
 const pgUrl = process.env.TEST_DATABASE_URL
@@ -93,6 +94,27 @@ describe('a lost COMMIT acknowledgement (postgres)', { skip: !pgUrl && 'PostgreS
     const after = await a.request('GET', `/mandates/${mandate.body.data.id}`)
     assert.equal(after.body.data.uses_count, sent)
     assert.equal(after.body.data.amount_used, bodies.reduce((sum, b) => sum + b.amount, 0), 'charged once each')
+  })
+
+  test('a refund (a transaction of its own) whose COMMIT answer is lost: 503 service_unavailable, and its retry replays it, refunded once', async () => {
+    const a = await t.account()
+    const mandate = await a.request('POST', '/mandates', { protocol: 'ap2', max_amount: 5000, usage: 'multi_use', budget_amount: 100_000, expires_at: inAnHour() })
+    const payment = await a.request('POST', '/payments', { mandate_id: mandate.body.data.id, amount: 1000, idempotency_key: randomUUID() })
+    assert.equal(payment.status, 201)
+    const body = { amount: 300, idempotency_key: `lost-ack-refund-${randomUUID()}` }
+    // The next COMMIT of any connection: the refund's, nothing else writes meanwhile.
+    proxy.loseNextAnswer((message) => /\bcommit\b/i.test(message))
+    const lost = await a.request('POST', `/payments/${payment.body.data.id}/refunds`, body)
+    assert.equal(proxy.matched(), 1)
+    assert.equal(lost.status, 503, JSON.stringify(lost.body))
+    assert.equal(lost.body.error.code, 'service_unavailable')
+    const retry = await a.request('POST', `/payments/${payment.body.data.id}/refunds`, body)
+    assert.equal(retry.status, 201, JSON.stringify(retry.body))
+    assert.equal(retry.headers['idempotent-replayed'], 'true', 'the refund committed at the first attempt')
+    const after = await a.request('GET', `/payments/${payment.body.data.id}`)
+    assert.equal(after.body.data.amount_refunded, 300, 'refunded once')
+    const refunds = await a.request('GET', `/payments/${payment.body.data.id}/refunds`)
+    assert.equal(refunds.body.data.length, 1)
   })
 
   test('wishes without a key in a shared transaction: each is a 503 service_unavailable (not a duplicate key\'s 500), and each wish committed once', async () => {
