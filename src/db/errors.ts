@@ -15,6 +15,15 @@ export function isUniqueViolation(error: unknown): boolean {
   return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY'
 }
 
+/**
+ * PostgreSQL answered with an error of its own (an SQLSTATE, with a severity), which an ERROR is: the
+ * statement and its transaction rolled back, and the connection still works. An error without an
+ * SQLSTATE is the client's (the connection failed, an answer could not be read), whatever the server did.
+ */
+export function isServerError(error: unknown): boolean {
+  return /^[0-9A-Z]{5}$/.test(codeOf(error)) && (error as { severity?: unknown }).severity !== undefined
+}
+
 /** The network's words for a server out of reach now: refused, reset, unreachable, a name not resolving. */
 const UNAVAILABLE_NODE_CODES = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE',

@@ -1,5 +1,6 @@
 import type { CompiledQuery } from 'kysely'
 import type pg from 'pg'
+import { isServerError } from './errors.js'
 import { planChanged, type PreparingClient } from './prepared-statements.js'
 
 /**
@@ -29,11 +30,15 @@ const dollarQuotable = (text: string) => !text.includes(DOLLAR_TAG) && !text.end
  * The values of our statements are strings, numbers, booleans and nulls; anything else is refused
  * before a connection is taken.
  */
-function checkArgument(value: unknown): void {
-  if (value === null || value === undefined) return
-  const type = typeof value
-  if (type === 'string' || type === 'number' || type === 'bigint' || type === 'boolean') return
-  throw new TypeError(`runTogether: a ${type} value cannot be an EXECUTE argument`)
+export function checkArguments(queries: readonly CompiledQuery[]): void {
+  for (const query of queries) {
+    for (const value of query.parameters) {
+      if (value === null || value === undefined) continue
+      const type = typeof value
+      if (type === 'string' || type === 'number' || type === 'bigint' || type === 'boolean') continue
+      throw new TypeError(`runTogether: a ${type} value cannot be an EXECUTE argument`)
+    }
+  }
 }
 
 /**
@@ -72,9 +77,6 @@ export function executeScript(names: readonly string[], queries: readonly Compil
   return parts.join('')
 }
 
-/** A failure of the server's that leaves the connection usable (an SQLSTATE), rather than of the connection. */
-const sqlError = (error: unknown) => typeof (error as { code?: unknown })?.code === 'string' && (error as { severity?: unknown }).severity !== undefined
-
 /** The script of `queries` on `client`, preparing there what is not yet. */
 async function runOn(client: pg.PoolClient & PreparingClient, queries: readonly CompiledQuery[]): Promise<Array<{ rows: unknown[] }>> {
   const names: string[] = []
@@ -112,7 +114,7 @@ async function runUnnamed(client: pg.PoolClient, queries: readonly CompiledQuery
  * prepared name run unnamed, in one transaction. Resolves with each query's rows, in order.
  */
 export async function runTogether(pool: pg.Pool, queries: readonly CompiledQuery[]): Promise<Array<{ rows: unknown[] }>> {
-  for (const query of queries) for (const value of query.parameters) checkArgument(value)
+  checkArguments(queries)
   const client = await pool.connect() as pg.PoolClient & PreparingClient
   let destroy = false
   try {
@@ -126,7 +128,8 @@ export async function runTogether(pool: pg.Pool, queries: readonly CompiledQuery
       return await runOn(client, queries)
     }
   } catch (error) {
-    if (!sqlError(error)) destroy = true
+    // The server's own error leaves the connection usable; any other failure may have broken it.
+    if (!isServerError(error)) destroy = true
     throw error
   } finally {
     client.release(destroy)

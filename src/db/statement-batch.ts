@@ -1,6 +1,7 @@
 import type { CompiledQuery, QueryResult } from 'kysely'
 import type { PostgresHandle } from './database.js'
-import { isDatabaseUnavailable } from './errors.js'
+import { isDatabaseUnavailable, isServerError } from './errors.js'
+import { checkArguments } from './pg-script.js'
 import { secondsSince } from './shared-commits.js'
 
 /** Runs a statement, as its own transaction or in one shared with statements submitted at the same time. */
@@ -41,12 +42,13 @@ interface Pending {
  * while the answer to each waited for a busy event loop. Each statement is a prepared statement run by
  * `EXECUTE` (pg-script.ts), so PostgreSQL plans a payment's write once per connection, not per payment.
  *
- * A statement is atomic, and so is the transaction: if any statement of a shared transaction fails, it
- * rolls back whole and every statement of it runs again alone, so each caller gets its own statement's
- * outcome. Unless the database is unavailable (the connection lost, no answer in time): then whether the
- * transaction committed is unknown, and running it again could commit it twice, or turn a wish that did
- * commit into a duplicate key (a 500). Every caller gets the error, a 503 that a retry settles (a
- * payment's idempotency key replays what did commit), at once rather than after a timeout each.
+ * A statement is atomic, and so is the transaction: if a statement of a shared transaction fails with
+ * PostgreSQL's own error, the transaction rolled back whole and every statement of it runs again alone,
+ * so each caller gets its own statement's outcome. Any other failure (the connection lost, no answer in
+ * time, an answer that could not be read) leaves unknown whether it committed, and running it again
+ * could commit it twice, or turn a wish that did commit into a duplicate key (a 500). Every caller gets
+ * that failure, at once rather than after a timeout each: a 503 when the database is unavailable, which
+ * a retry settles (a payment's idempotency key replays what did commit).
  */
 export function createStatementBatch(postgres: PostgresHandle, options: StatementBatchOptions = {}): StatementBatch {
   // Without prepared statements a script cannot carry values: each statement runs alone, with its own.
@@ -75,7 +77,9 @@ export function createStatementBatch(postgres: PostgresHandle, options: Statemen
     try {
       results = await postgres.runTogether(items.flatMap((item) => item.statements))
     } catch (error) {
-      if (isDatabaseUnavailable(error)) {
+      // Only the server's own error says that nothing committed (an outage's SQLSTATEs, such as a backend
+      // shut down while committing, do not).
+      if (!isServerError(error) || isDatabaseUnavailable(error)) {
         for (const item of items) item.reject(error)
         return
       }
@@ -110,8 +114,15 @@ export function createStatementBatch(postgres: PostgresHandle, options: Statemen
 
   return {
     run<R>(statement: CompiledQuery<R> | readonly CompiledQuery[], lockKey: string): Promise<QueryResult<R>> {
+      const statements = 'sql' in statement ? [statement] : statement
+      // A value that cannot be sent fails its own caller here, never the transaction it would share.
+      try {
+        checkArguments(statements)
+      } catch (error) {
+        return Promise.reject(error)
+      }
       return new Promise<QueryResult<R>>((resolve, reject) => {
-        queue.push({ statements: 'sql' in statement ? [statement] : statement, lockKey, resolve: resolve as (result: QueryResult<unknown>) => void, reject })
+        queue.push({ statements, lockKey, resolve: resolve as (result: QueryResult<unknown>) => void, reject })
         schedule()
       })
     },

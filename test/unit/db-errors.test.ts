@@ -3,7 +3,7 @@ import net from 'node:net'
 import { test } from 'node:test'
 import { sql } from 'kysely'
 import { openDatabase } from '../../src/db/database.js'
-import { isDatabaseUnavailable, isUniqueViolation } from '../../src/db/errors.js'
+import { isDatabaseUnavailable, isServerError, isUniqueViolation } from '../../src/db/errors.js'
 
 const withCode = (code: string, message = 'x') => Object.assign(new Error(message), { code })
 
@@ -25,6 +25,17 @@ test('client mistakes and bugs are not outages', () => {
   assert.equal(isUniqueViolation(withCode('23505')), true)
   assert.equal(isUniqueViolation(withCode('SQLITE_CONSTRAINT_PRIMARYKEY')), true)
   assert.equal(isUniqueViolation(withCode('SQLITE_BUSY')), false)
+})
+
+test('PostgreSQL\'s own error answers are told from the client\'s failures, which leave the outcome unknown', () => {
+  const answered = (code: string, severity = 'ERROR') => Object.assign(withCode(code), { severity })
+  for (const error of [answered('23505'), answered('40P01'), answered('0A000'), answered('57P01', 'FATAL')]) {
+    assert.equal(isServerError(error), true, String(error.code))
+  }
+  // pg-protocol's answer it could not read is a DatabaseError without a code; sockets have codes of their own.
+  for (const error of [Object.assign(new Error('received invalid response: 1'), { severity: 'error' }), withCode('23505'), withCode('ECONNRESET'), new Error('Query read timeout'), undefined]) {
+    assert.equal(isServerError(error), false, String(error))
+  }
 })
 
 test('a PostgreSQL server that accepts connections but never answers (frozen) costs a new connection pg\'s connect timeout, which counts as unavailable', async () => {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { type RawBuilder, sql } from 'kysely'
 import { openDatabase } from '../../src/db/database.js'
-import { isDatabaseUnavailable } from '../../src/db/errors.js'
+import { isDatabaseUnavailable, isUniqueViolation } from '../../src/db/errors.js'
 import { createStatementBatch, type StatementBatchOptions } from '../../src/db/statement-batch.js'
 import { startLossyProxy } from '../helpers/lossy-proxy.js'
 import { openStore, type PostgresTestStore } from '../helpers/stores.js'
@@ -144,36 +144,54 @@ describe('statement batch (postgres)', { skip: !pgUrl && 'PostgreSQL only (TEST_
     assert.deepEqual(order, ['next', 'rerun'])
   })
 
-  for (const how of ['drop', 'silence'] as const) {
-    test(`a shared transaction whose acknowledgement is lost (${how === 'drop' ? 'the connection dropped' : 'no answer in time'}) fails every caller as unavailable, and runs no statement again`, async () => {
+  const losses = { drop: 'the connection dropped', silence: 'no answer in time', garble: 'an answer that cannot be read' } as const
+  for (const how of ['drop', 'silence', 'garble'] as const) {
+    test(`a shared transaction whose commit is not acknowledged (${losses[how]}) fails every caller at once, and runs no statement again`, async () => {
       const table = `acked_${how}`
       await sql`create table ${sql.table(table)} (id text primary key)`.execute(kysely())
+      const insert = (id: string) => q(sql`insert into ${sql.table(table)} (id) values (${id})`)
       const proxy = await startLossyProxy(store.postgres.url)
-      // A short query timeout, so that the silent answer is given up on quickly.
-      const db = openDatabase({ databaseUrl: proxy.url, postgresSchema: store.postgres.schema, poolSize: 2, queryTimeoutMs: 500 })
+      // One connection, opened and with the statement prepared before the answer is lost; a query timeout
+      // short enough that the silent answer is given up on soon.
+      const db = openDatabase({ databaseUrl: proxy.url, postgresSchema: store.postgres.schema, poolSize: 1, queryTimeoutMs: 1000 })
       try {
         const batch = createStatementBatch(db.postgres!, { maxInFlight: 1 })
+        await batch.run(insert('warm'), 'warm')
         const ids = [1, 2, 3, 4].map((n) => `lost-ack-${how}-${n}`)
-        proxy.loseNextAnswer((message) => message.includes(`lost-ack-${how}-`), how)
-        const outcomes = await Promise.allSettled(ids.map((id) => batch.run(q(sql`insert into ${sql.table(table)} (id) values (${id})`), id)))
-        // Whether it committed, no caller could know: each is told the database is unavailable (a 503, which
-        // a payment's retry with its idempotency key settles), not a duplicate key from a run of its own again,
-        // nor after a timeout of its own.
+        proxy.loseAnswer({ when: (message) => message.includes(`lost-ack-${how}-`), how })
+        const outcomes = await Promise.allSettled(ids.map((id) => batch.run(insert(id), id)))
+        // Whether it committed, no caller could know: each gets the failure (an outage's is a 503, which
+        // a payment's retry with its idempotency key settles), not a duplicate key from a run of its own again.
         for (const outcome of outcomes) {
           assert.equal(outcome.status, 'rejected')
-          assert.equal(isDatabaseUnavailable(outcome.reason), true, String(outcome.reason))
+          assert.equal(isUniqueViolation(outcome.reason), false, String(outcome.reason))
+          if (how !== 'garble') assert.equal(isDatabaseUnavailable(outcome.reason), true, String(outcome.reason))
         }
         assert.equal(proxy.matched(), 1, 'the statements reached PostgreSQL once')
-        const rows = await sql<{ id: string }>`select id from ${sql.table(table)} order by id`.execute(kysely())
+        assert.equal(proxy.lost(), 1)
+        await proxy.answered()
+        const rows = await sql<{ id: string }>`select id from ${sql.table(table)} where id <> 'warm' order by id`.execute(kysely())
         assert.deepEqual(rows.rows.map((r) => r.id), ids, 'the transaction committed, once')
         // The batch goes on: the pool replaced the lost connection.
-        await batch.run(q(sql`insert into ${sql.table(table)} (id) values ('after')`), 'after')
+        await batch.run(insert('after'), 'after')
       } finally {
-        await db.close()
-        await proxy.close()
+        try {
+          await db.close()
+        } finally {
+          await proxy.close()
+        }
       }
     })
   }
+
+  test('a value that cannot be sent fails its own caller at submission, and the others of its turn commit together', async () => {
+    const batch = batchOf({ maxInFlight: 1 })
+    await sql`create table sendable (id text primary key)`.execute(kysely())
+    const ok = ['s1', 's2', 's3'].map((id) => batch.run(q(sql<{ tx: string }>`insert into sendable (id) values (${id}) returning txid_current()::text as tx`), id))
+    await assert.rejects(batch.run(q(sql`insert into sendable (id) values (${{ not: 'a value' }})`), 's0'), /cannot be an EXECUTE argument/)
+    const tx = (await Promise.all(ok)).map((r) => r.rows[0]!.tx)
+    assert.equal(new Set(tx).size, 1)
+  })
 
   test('values travel as literals exactly: quotes, backslashes, placeholders, SQL, unicode, null, big numbers', async () => {
     const batch = batchOf()
