@@ -16,9 +16,11 @@ export function isUniqueViolation(error: unknown): boolean {
 }
 
 /**
- * PostgreSQL answered with an error of its own (an SQLSTATE, with a severity), which an ERROR is: the
- * statement and its transaction rolled back, and the connection still works. An error without an
- * SQLSTATE is the client's (the connection failed, an answer could not be read), whatever the server did.
+ * PostgreSQL answered with an error of its own (an SQLSTATE, with a severity). An ERROR rolled back the
+ * statement and its transaction, and the connection still works; a FATAL (an outage's codes, mostly)
+ * ends the session. An error without an SQLSTATE is the client's (the connection failed, an answer
+ * could not be read), whatever the server did. The severity is in the server's language, so its word
+ * is not read.
  */
 export function isServerError(error: unknown): boolean {
   return /^[0-9A-Z]{5}$/.test(codeOf(error)) && (error as { severity?: unknown }).severity !== undefined

@@ -36,7 +36,7 @@ export function checkArguments(queries: readonly CompiledQuery[]): void {
       if (value === null || value === undefined) continue
       const type = typeof value
       if (type === 'string' || type === 'number' || type === 'bigint' || type === 'boolean') continue
-      throw new TypeError(`runTogether: a ${type} value cannot be an EXECUTE argument`)
+      throw new TypeError(`a ${type} value cannot be an EXECUTE argument`)
     }
   }
 }

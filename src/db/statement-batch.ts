@@ -48,7 +48,7 @@ interface Pending {
  * time, an answer that could not be read) leaves unknown whether it committed, and running it again
  * could commit it twice, or turn a wish that did commit into a duplicate key (a 500). Every caller gets
  * that failure, at once rather than after a timeout each: a 503 when the database is unavailable, which
- * a retry settles (a payment's idempotency key replays what did commit).
+ * a payment's retry with its idempotency key settles (it replays what did commit).
  */
 export function createStatementBatch(postgres: PostgresHandle, options: StatementBatchOptions = {}): StatementBatch {
   // Without prepared statements a script cannot carry values: each statement runs alone, with its own.

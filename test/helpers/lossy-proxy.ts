@@ -36,7 +36,8 @@ const GARBAGE = Buffer.from([0x01, 0, 0, 0, 4])
 
 /**
  * Splits a byte stream of PostgreSQL's protocol into whole messages: a type byte and an int32 length
- * that counts itself. A client's first message (startup) has no type byte.
+ * that counts itself. A client's first message (startup) has no type byte. Plain connections only: an
+ * SSLRequest would be a second untyped message, and what follows it is TLS.
  */
 function messageFramer(untypedFirst: boolean) {
   let pending: Buffer = Buffer.alloc(0)

@@ -33,7 +33,7 @@ test('PostgreSQL\'s own error answers are told from the client\'s failures, whic
     assert.equal(isServerError(error), true, String(error.code))
   }
   // pg-protocol's answer it could not read is a DatabaseError without a code; sockets have codes of their own.
-  for (const error of [Object.assign(new Error('received invalid response: 1'), { severity: 'error' }), withCode('23505'), withCode('ECONNRESET'), new Error('Query read timeout'), undefined]) {
+  for (const error of [Object.assign(new Error('received invalid response: 1'), { name: 'error' }), withCode('23505'), withCode('ECONNRESET'), new Error('Query read timeout'), undefined]) {
     assert.equal(isServerError(error), false, String(error))
   }
 })

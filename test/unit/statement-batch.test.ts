@@ -152,8 +152,8 @@ describe('statement batch (postgres)', { skip: !pgUrl && 'PostgreSQL only (TEST_
       const insert = (id: string) => q(sql`insert into ${sql.table(table)} (id) values (${id})`)
       const proxy = await startLossyProxy(store.postgres.url)
       // One connection, opened and with the statement prepared before the answer is lost; a query timeout
-      // short enough that the silent answer is given up on soon.
-      const db = openDatabase({ databaseUrl: proxy.url, postgresSchema: store.postgres.schema, poolSize: 1, queryTimeoutMs: 1000 })
+      // that gives up on the silent answer sooner than the serving one, with room for a busy machine.
+      const db = openDatabase({ databaseUrl: proxy.url, postgresSchema: store.postgres.schema, poolSize: 1, queryTimeoutMs: 3000 })
       try {
         const batch = createStatementBatch(db.postgres!, { maxInFlight: 1 })
         await batch.run(insert('warm'), 'warm')
