@@ -29,8 +29,8 @@ describe('a lost COMMIT acknowledgement (postgres)', { skip: !pgUrl && 'PostgreS
       const store = await openStore('postgres')
       proxy = await startLossyProxy(store.postgres.url)
       const db = openDatabase({ databaseUrl: proxy.url, postgresSchema: store.postgres.schema })
+      // Not `...store`: that would call its lazy `db` getter and open a pool of its own for nothing.
       return {
-        ...store,
         name: 'postgres',
         env: store.env,
         postgres: store.postgres,
