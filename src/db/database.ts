@@ -3,11 +3,10 @@ import path from 'node:path'
 import SQLite from 'better-sqlite3'
 import { type CompiledQuery, Kysely, sql, type Transaction } from 'kysely'
 import { OwnSchemaPostgresDialect } from './own-schema-introspector.js'
-import pg from 'pg'
+import type pg from 'pg'
 import type { DatabaseSchema } from './schema.js'
 import { configureCheckpoints } from './checkpointer.js'
 import { runTogether } from './pg-script.js'
-import { PreparingClient } from './prepared-statements.js'
 import { ConnectionLock, DurableBatch } from './durable-batch.js'
 import { allowDirectReads, BatchingSqliteDialect, BatchingSqliteDriver } from './sqlite-driver.js'
 import { SharedCommits } from './shared-commits.js'
@@ -96,28 +95,6 @@ export interface DatabaseOptions {
 
 /** Serving queries are tiny; anything slower than this means the database is not answering. */
 export const SERVING_QUERY_TIMEOUT_MS = 5000
-/** Opening a connection: an unreachable server must cost a request well under 2 s. */
-const CONNECT_TIMEOUT_MS = 1500
-/** Waiting for a free pooled connection under load: long, since overload is not an outage. */
-const POOL_WAIT_TIMEOUT_MS = 10_000
-
-/**
- * pg-pool uses one option, connectionTimeoutMillis, both to open a connection and to wait for a free
- * one. Each client gets the short connect timeout through this subclass; the pool keeps the long wait.
- */
-class QuickConnectClient extends PreparingClient {
-  constructor(config?: pg.ClientConfig) {
-    super({ ...config, connectionTimeoutMillis: CONNECT_TIMEOUT_MS })
-  }
-}
-
-// COUNT(*) and bigint columns arrive as strings from pg; every integer we store fits in 2^53.
-const INT8_OID = 20
-const pgTypes = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === INT8_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
-}
-
 export function openDatabase(options: DatabaseOptions): Database {
   if (options.databaseUrl) return openPostgres(options.databaseUrl, options)
   if (!options.sqlitePath) throw new Error('openDatabase needs databaseUrl or sqlitePath')
@@ -221,37 +198,36 @@ function openReader(file: string): SQLite.Database {
 }
 
 function openPostgres(url: string, options: DatabaseOptions): Database {
-  const pool = new pg.Pool({
-    connectionString: url,
-    max: options.poolSize ?? 10,
-    types: pgTypes,
-    // An unreachable server fails each request fast (503); an unresponsive one within the query timeout.
-    Client: QuickConnectClient,
-    // pg-pool hands its options to each client it makes (PreparingClient reads this one).
-    ...{ prepareStatements: options.preparedStatements !== false },
-    connectionTimeoutMillis: POOL_WAIT_TIMEOUT_MS,
-    ...(options.queryTimeoutMs !== 0 ? { query_timeout: options.queryTimeoutMs ?? SERVING_QUERY_TIMEOUT_MS } : {}),
-    ...(options.postgresSchema ? { options: `-c search_path=${options.postgresSchema}` } : {}),
-  })
-  // A client that loses its server emits 'error', idle in the pool or checked out between queries;
-  // without a listener the process would crash. The failed query itself reports the error to its caller.
-  pool.on('error', () => {})
-  pool.on('connect', (client) => { client.on('error', () => {}) })
-  const kysely = new Kysely<DatabaseSchema>({ dialect: new OwnSchemaPostgresDialect({ pool }) })
+  // node-pg is loaded with the pool, on PostgreSQL only (postgres-pool.ts). Kysely takes the pool as a
+  // promise; the statement batches and the pool's statistics wait for the same one.
+  let pool: pg.Pool | undefined
+  const opened = import('./postgres-pool.js').then(({ createPostgresPool }) => pool = createPostgresPool({
+    url,
+    poolSize: options.poolSize ?? 10,
+    preparedStatements: options.preparedStatements !== false,
+    queryTimeoutMs: options.queryTimeoutMs ?? SERVING_QUERY_TIMEOUT_MS,
+    schema: options.postgresSchema,
+  }))
+  const kysely = new Kysely<DatabaseSchema>({ dialect: new OwnSchemaPostgresDialect({ pool: () => opened }) })
   const sharedCommits = new SharedCommits()
   return {
     kysely,
     dialect: 'postgres',
     singleProcess: false,
     postgres: {
-      runTogether: (queries) => runTogether(pool, queries),
+      runTogether: (queries) => pool ? runTogether(pool, queries) : opened.then((opening) => runTogether(opening, queries)),
       prepares: options.preparedStatements !== false,
       sharedCommits,
     },
     sharedCommits,
-    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+    poolStats: () => ({ total: pool?.totalCount ?? 0, idle: pool?.idleCount ?? 0, waiting: pool?.waitingCount ?? 0 }),
     ping: async () => { await sql`select 1`.execute(kysely) },
-    close: () => kysely.destroy(),
+    // Kysely ends the pool it has used; one only the statement batches used is ended here.
+    close: async () => {
+      await kysely.destroy()
+      const opening = await opened
+      if (!opening.ending) await opening.end()
+    },
   }
 }
 

@@ -1,7 +1,8 @@
 import type { CompiledQuery } from 'kysely'
 import type pg from 'pg'
 import { isServerError } from './errors.js'
-import { planChanged, type PreparingClient } from './prepared-statements.js'
+import type { PreparingClient } from './prepared-statements.js'
+import { planChanged } from './statement-names.js'
 
 /**
  * node-pg's escapeLiteral, the same text by two regular expressions: quotes doubled, and backslashes too

@@ -1,5 +1,6 @@
 import pg from 'pg'
 import { objectRows } from './pg-rows.js'
+import { nameStatement, planChanged, statementName } from './statement-names.js'
 
 /**
  * Named prepared statements on PostgreSQL, for the statements built from a template
@@ -16,22 +17,6 @@ import { objectRows } from './pg-rows.js'
  * result type" at every later run. The connection then prepares the text again under a new name; a
  * statement run outside a transaction is retried at once, one inside fails with its transaction.
  */
-
-/** Names are per SQL text; templates are few, the bound only guards the connections' memory against a bug. */
-const MAX_NAMES = 2000
-const names = new Map<string, string>()
-
-/** Gives `sql` a name (if the process has room for one more); statements without a name run unnamed. */
-export function nameStatement(sql: string): string | undefined {
-  let name = names.get(sql)
-  if (name === undefined && names.size < MAX_NAMES) names.set(sql, name = `wishpay_${names.size + 1}`)
-  return name
-}
-
-/** The error of a prepared statement whose result no longer has the columns it had when prepared. */
-export function planChanged(error: unknown): boolean {
-  return (error as { code?: unknown })?.code === '0A000' && /cached plan must not change result type/.test(String((error as Error).message))
-}
 
 type QueryResult = pg.QueryResult<Record<string, unknown>>
 
@@ -76,7 +61,7 @@ export class PreparingClient extends pg.Client {
     const promised = callback === undefined && (values === undefined || Array.isArray(values))
       && (typeof config === 'string' || (typeof config === 'object' && config !== null && typeof (config as { submit?: unknown }).submit !== 'function'))
     if (!promised) return (super.query as (...a: unknown[]) => never)(...args)
-    const name = this.#prepares && typeof config === 'string' && values !== undefined ? names.get(config) : undefined
+    const name = this.#prepares && typeof config === 'string' && values !== undefined ? statementName(config) : undefined
     return (name === undefined ? this.#answer(config as string | pg.QueryConfig, values as unknown[] | undefined) : this.#named(name, config as string, values as unknown[])) as never
   }
 

@@ -1,5 +1,5 @@
 import { type Compilable, type CompiledQuery, type Insertable, PostgresAdapter, type QueryExecutorProvider, type RawBuilder } from 'kysely'
-import { nameStatement } from './prepared-statements.js'
+import { nameStatement } from './statement-names.js'
 import type { DatabaseSchema } from './schema.js'
 import type { Executor } from './database.js'
 
