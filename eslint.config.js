@@ -47,6 +47,11 @@ const NOT_FROM_JOBS = {
   message: 'Modules never import jobs/ (the queue is src/modules/queue/repository.ts).',
 }
 
+const NO_VALUE_IMPORT_OF_NODE_PG = {
+  paths: [{ name: 'pg', allowTypeImports: true, message: 'node-pg is loaded with the pool, on PostgreSQL only (db/postgres-pool.ts): import its types with `import type`.' }],
+  patterns: [{ regex: '(^|/)prepared-statements\\.js$', allowTypeImports: true, message: 'prepared-statements.ts loads node-pg: only db/postgres-pool.ts imports it; import its types with `import type`.' }],
+}
+
 export default tseslint.config(
   { ignores: ['node_modules/', 'dist/', 'dist-*/', 'data/', 'bench/results/', 'dashboard/dist/', 'packages/*/dist/'] },
   js.configs.recommended,
@@ -108,5 +113,16 @@ export default tseslint.config(
   {
     files: ['src/modules/**/routes.ts', 'src/modules/**/schemas.ts'],
     rules: { 'no-restricted-imports': ['error', { paths: [NO_KYSELY, NO_AMBIENT_RANDOMNESS], patterns: [NOT_FROM_JOBS] }] },
+  },
+  {
+    // A SQLite server never loads node-pg (docs/decisions.md): its value imports live in the two modules
+    // that db/database.ts imports only when it opens PostgreSQL. `import { type X }` would still load the
+    // module under verbatimModuleSyntax, hence \`import type\` for type-only imports everywhere in src/.
+    files: ['src/**/*.ts'],
+    ignores: ['src/db/postgres-pool.ts', 'src/db/prepared-statements.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': ['error', NO_VALUE_IMPORT_OF_NODE_PG],
+      '@typescript-eslint/no-import-type-side-effects': 'error',
+    },
   },
 )

@@ -210,6 +210,7 @@ function openPostgres(url: string, options: DatabaseOptions): Database {
   }))
   const kysely = new Kysely<DatabaseSchema>({ dialect: new OwnSchemaPostgresDialect({ pool: () => opened }) })
   const sharedCommits = new SharedCommits()
+  let closing: Promise<void> | undefined
   return {
     kysely,
     dialect: 'postgres',
@@ -222,12 +223,13 @@ function openPostgres(url: string, options: DatabaseOptions): Database {
     sharedCommits,
     poolStats: () => ({ total: pool?.totalCount ?? 0, idle: pool?.idleCount ?? 0, waiting: pool?.waitingCount ?? 0 }),
     ping: async () => { await sql`select 1`.execute(kysely) },
-    // Kysely ends the pool it has used; one only the statement batches used is ended here.
-    close: async () => {
+    // Kysely ends the pool once it has used it; a pool only the statement batches used is ended here.
+    // One promise for every caller, so that none returns before the pool has ended.
+    close: () => closing ??= (async () => {
       await kysely.destroy()
       const opening = await opened
       if (!opening.ending) await opening.end()
-    },
+    })(),
   }
 }
 

@@ -5,6 +5,7 @@ import path from 'node:path'
 import { describe, test } from 'node:test'
 import { createAccountService } from '../../src/modules/accounts/service.js'
 import { TestClock } from '../helpers/clock.js'
+import { killServer, stopServer } from '../helpers/processes.js'
 import { startServer } from '../helpers/server.js'
 import { type StoreKind, storeKinds } from '../helpers/stores.js'
 
@@ -24,8 +25,8 @@ process.on('exit', () => fs.writeFileSync(process.env.WISHPAY_TEST_MODULES_FILE,
 
 /** The packages (under node_modules) that a `wishpay serve` on `kind` loaded, through start-up, a write, a read and SIGTERM. */
 async function packagesLoaded(kind: StoreKind): Promise<Set<string>> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wishpay-modules-'))
   const store = await kind.open()
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wishpay-modules-'))
   try {
     const preload = path.join(dir, 'preload.mjs')
     const listed = path.join(dir, 'modules.json')
@@ -39,14 +40,16 @@ async function packagesLoaded(kind: StoreKind): Promise<Set<string>> {
       assert.equal(created.status, 201)
       const { data: { id } } = await created.json() as { data: { id: string } }
       assert.equal((await fetch(`${server.url}/wishes/${id}`, { headers })).status, 200)
-    } finally {
-      assert.equal(await server.stop('SIGTERM'), 0)
+    } catch (error) {
+      await killServer(server)
+      throw error
     }
+    assert.deepEqual(await stopServer(server, 'SIGTERM'), { code: 0, killed: false })
     const files = JSON.parse(fs.readFileSync(listed, 'utf8')) as string[]
     return new Set(files.flatMap((file) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(file)?.[1] ?? []))
   } finally {
-    await store.close()
     fs.rmSync(dir, { recursive: true, force: true })
+    await store.close()
   }
 }
 
