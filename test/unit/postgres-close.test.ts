@@ -26,8 +26,8 @@ async function backendGone(db: ReturnType<typeof openDatabase>, pid: number): Pr
 describe('closing a PostgreSQL database (postgres)', { skip: !pgUrl && 'PostgreSQL only (TEST_DATABASE_URL not set)' }, () => {
   test('a pool only the statement batches used is ended, and a second close() waits for it too', async () => {
     const store = await openStore('postgres')
+    const db = openDatabase({ databaseUrl: pgUrl!, postgresSchema: store.postgres.schema, poolSize: 1, preparedStatements: false })
     try {
-      const db = openDatabase({ databaseUrl: pgUrl!, postgresSchema: store.postgres.schema, poolSize: 1, preparedStatements: false })
       const [answer] = await db.postgres!.runTogether([CompiledQuery.raw('select pg_backend_pid() as pid')])
       const pid = Number((answer!.rows[0] as { pid: number }).pid)
       assert.ok(pid > 0)
@@ -38,11 +38,13 @@ describe('closing a PostgreSQL database (postgres)', { skip: !pgUrl && 'PostgreS
       await first
       assert.ok(await backendGone(store.db, pid), 'the connection is still open on the server')
     } finally {
+      // The same promise as above when the test got that far (close() is once per database).
+      await db.close()
       await store.close()
     }
   })
 
-  test('a database that never ran a query closes', async () => {
+  test('close() of a database that never ran a query resolves (its pool, never connected, is ended)', async () => {
     const store = await openStore('postgres')
     try {
       const db = openDatabase({ databaseUrl: pgUrl!, postgresSchema: store.postgres.schema })
