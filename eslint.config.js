@@ -47,8 +47,17 @@ const NOT_FROM_JOBS = {
   message: 'Modules never import jobs/ (the queue is src/modules/queue/repository.ts).',
 }
 
-const NO_VALUE_IMPORT_OF_NODE_PG = {
-  paths: [{ name: 'pg', allowTypeImports: true, message: 'node-pg is loaded with the pool, on PostgreSQL only (db/postgres-pool.ts): import its types with `import type`.' }],
+/** Packages a server imports on first use (docs/decisions.md), each through the one import() named. */
+const onFirstUse = (name, where) => ({ name, allowTypeImports: true, message: `${name} is imported on first use, by ${where}: import its types with \`import type\`.` })
+
+const NO_VALUE_IMPORT_OF_LAZY_MODULES = {
+  paths: [
+    { name: 'pg', allowTypeImports: true, message: 'node-pg is loaded with the pool, on PostgreSQL only (db/postgres-pool.ts): import its types with `import type`.' },
+    onFirstUse('jose', 'lib/jose.ts (loadJose)'),
+    onFirstUse('@sd-jwt/decode', 'modules/ap2/open-mandate.ts'),
+    onFirstUse('@fastify/swagger-ui', 'http/openapi.ts, when /docs is opened'),
+    onFirstUse('ioredis', 'http/rate-limit.ts, when REDIS_URL is set'),
+  ],
   patterns: [
     { regex: '(^|/)prepared-statements\\.js$', allowTypeImports: true, message: 'prepared-statements.ts loads node-pg: only db/postgres-pool.ts imports it; import its types with `import type`.' },
     // The rule does not look at import() expressions: db/database.ts's dynamic import is the one way in.
@@ -120,7 +129,8 @@ export default tseslint.config(
   },
   {
     // A SQLite server never loads node-pg (docs/decisions.md): its value imports live in the two modules
-    // that db/database.ts imports only when it opens PostgreSQL. `import { type X }` would still load the
+    // that db/database.ts imports only when it opens PostgreSQL. The packages only some requests need
+    // are imported on first use, with import(). `import { type X }` would still load the
     // module under verbatimModuleSyntax, hence `import type` for type-only imports everywhere in src/.
     // typescript-eslint's no-restricted-imports (deprecated since 8.64 for the core rule, which now takes
     // allowTypeImports too) is used because its name differs: the core rule's options here would replace
@@ -128,7 +138,7 @@ export default tseslint.config(
     files: ['src/**/*.ts'],
     ignores: ['src/db/postgres-pool.ts', 'src/db/prepared-statements.ts'],
     rules: {
-      '@typescript-eslint/no-restricted-imports': ['error', NO_VALUE_IMPORT_OF_NODE_PG],
+      '@typescript-eslint/no-restricted-imports': ['error', NO_VALUE_IMPORT_OF_LAZY_MODULES],
       '@typescript-eslint/no-import-type-side-effects': 'error',
     },
   },

@@ -11,10 +11,11 @@ import { createAccountService } from './modules/accounts/service.js'
 import { createAgentService } from './modules/agents/service.js'
 import type { Scope } from './modules/accounts/keys.js'
 import { rotateSigningKey } from './modules/receipts/signing-keys.js'
-import { isRemoteCommand, REMOTE_USAGE, runRemoteCommand } from './cli/remote.js'
 // server.js is imported when a command needs it: a cluster primary must not load the application.
+// cli/remote.js (the commands that call a running server, and their event-stream parser) is imported
+// only for those commands and the usage text, so a server does not hold it.
 
-const USAGE = `Usage: wishpay <command>
+const usage = async () => `Usage: wishpay <command>
 
   serve [--no-jobs]                           run the API server (migrates first) with background
                                               jobs, unless --no-jobs; WORKERS=N runs N processes
@@ -32,7 +33,7 @@ const USAGE = `Usage: wishpay <command>
                                               they count; exits 1 when one differs
   counts repair [--account ACCT_ID] [--json]  rebuild the counters that differ from their rows
                                               (safe while servers run)
-${REMOTE_USAGE}
+${(await import('./cli/remote.js')).REMOTE_USAGE}
 
 Configuration comes from the environment, as for the server (see README).`
 
@@ -140,51 +141,52 @@ async function countsCommand(config: Config, args: string[]): Promise<void> {
   if (!repair && result.differences.length > 0) process.exitCode = 1
 }
 
-async function main(argv: string[]): Promise<void> {
-  const [command, ...args] = argv
-  if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
-    process.stdout.write(`${USAGE}\n`)
-    return
-  }
-  // These talk to a running server over HTTP and need none of its configuration.
-  if (isRemoteCommand(command)) return runRemoteCommand(command, args, USAGE)
-  const config = loadConfig()
-  switch (command) {
-    case 'serve': {
-      const { values } = parseArgs({ args, options: { 'no-jobs': { type: 'boolean', default: false } } })
-      const options = { jobs: !values['no-jobs'] }
-      const problem = multiProcessProblem(config)
-      if (problem) throw new ConfigError(problem)
-      const { serve, serveWithWorkers } = await import('./server.js')
-      return config.workers > 1 ? serveWithWorkers(config, options) : serve(config, options)
-    }
-    case 'worker':
-      return (await import('./server.js')).work(config)
-    case 'migrate': {
-      const db = openConfiguredDatabase(config, { queryTimeoutMs: 0, poolSize: 1 })
-      try {
-        const applied = await migrateToLatest(db)
-        process.stdout.write(applied.length > 0 ? `Applied ${applied.join(', ')}.\n` : 'The database schema is up to date.\n')
-      } finally {
-        await db.close()
-      }
-      return
-    }
-    case 'keys':
-      return keysCommand(config, args)
-    case 'signing-keys':
-      return signingKeysCommand(config, args)
-    case 'counts':
-      return countsCommand(config, args)
-    default:
-      throw new UsageError(`Unknown command: ${command}`)
+async function serveCommand(config: Config, args: string[]): Promise<void> {
+  const { values } = parseArgs({ args, options: { 'no-jobs': { type: 'boolean', default: false } } })
+  const options = { jobs: !values['no-jobs'] }
+  const problem = multiProcessProblem(config)
+  if (problem) throw new ConfigError(problem)
+  const { serve, serveWithWorkers } = await import('./server.js')
+  return config.workers > 1 ? serveWithWorkers(config, options) : serve(config, options)
+}
+
+async function migrateCommand(config: Config): Promise<void> {
+  const db = openConfiguredDatabase(config, { queryTimeoutMs: 0, poolSize: 1 })
+  try {
+    const applied = await migrateToLatest(db)
+    process.stdout.write(applied.length > 0 ? `Applied ${applied.join(', ')}.\n` : 'The database schema is up to date.\n')
+  } finally {
+    await db.close()
   }
 }
 
-main(process.argv.slice(2)).catch((error: unknown) => {
+/** The commands that run the server or open the database: each takes the server's configuration. */
+const LOCAL_COMMANDS: Record<string, (config: Config, args: string[]) => Promise<void>> = {
+  serve: serveCommand,
+  worker: async (config) => (await import('./server.js')).work(config),
+  migrate: migrateCommand,
+  keys: keysCommand,
+  'signing-keys': signingKeysCommand,
+  counts: countsCommand,
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...args] = argv
+  if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
+    process.stdout.write(`${await usage()}\n`)
+    return
+  }
+  if (Object.hasOwn(LOCAL_COMMANDS, command)) return LOCAL_COMMANDS[command]!(loadConfig(), args)
+  // The others talk to a running server over HTTP and need none of its configuration.
+  const remote = await import('./cli/remote.js')
+  if (remote.isRemoteCommand(command)) return remote.runRemoteCommand(command, args, await usage())
+  throw new UsageError(`Unknown command: ${command}`)
+}
+
+main(process.argv.slice(2)).catch(async (error: unknown) => {
   if (error instanceof ConfigError || error instanceof UsageError) {
     process.stderr.write(`${error.message}\n`)
-    if (error instanceof UsageError) process.stderr.write(`\n${USAGE}\n`)
+    if (error instanceof UsageError) process.stderr.write(`\n${await usage()}\n`)
     process.exit(error instanceof UsageError ? 2 : 1)
   }
   process.stderr.write(`wishpay: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`)

@@ -3,35 +3,60 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { describe, test } from 'node:test'
+import { migrateToLatest } from '../../src/db/migrate.js'
 import { createAccountService } from '../../src/modules/accounts/service.js'
+import { ensureSigningKey } from '../../src/modules/receipts/signing-keys.js'
 import { TestClock } from '../helpers/clock.js'
 import { killServer, stopServer } from '../helpers/processes.js'
 import { startServer } from '../helpers/server.js'
 import { type StoreKind, storeKinds } from '../helpers/stores.js'
 
 /**
- * A SQLite server does not load node-pg, and a PostgreSQL server does (src/db/database.ts,
- * src/db/postgres-pool.ts; better-sqlite3 is still loaded on both): node-pg held about 1.4 MB of a SQLite server's heap for nothing
- * (docs/performance.md, thirty-eighth pass). Both drivers are CommonJS, so every file of them the real
- * process loaded is in its `require.cache`, which a preloaded module writes out as the process exits.
+ * What a real `wishpay serve` loads (docs/performance.md, thirty-eighth and thirty-ninth passes):
+ * - a SQLite server does not load node-pg, and a PostgreSQL server does (src/db/database.ts,
+ *   src/db/postgres-pool.ts; better-sqlite3 is still loaded on both): node-pg held about 1.4 MB of a
+ *   SQLite server's heap for nothing;
+ * - neither loads jose while it has its receipt key and signs or verifies nothing (src/lib/jose.ts), nor
+ *   the CLI's remote commands (src/cli/remote.ts, imported by src/cli.ts for those commands only).
+ * The drivers are CommonJS, so every file of them the process loaded is in its `require.cache`, which a
+ * preloaded module writes out as the process exits; it also registers a resolve hook that appends every
+ * ES module's URL to a file, from the hooks' own thread.
  */
 
 const PRELOAD = `
 import fs from 'node:fs'
-import { createRequire } from 'node:module'
+import { createRequire, register } from 'node:module'
 const cache = createRequire(import.meta.url).cache
 process.on('exit', () => fs.writeFileSync(process.env.WISHPAY_TEST_MODULES_FILE, JSON.stringify(Object.keys(cache))))
+register('data:text/javascript,' + encodeURIComponent(\`
+import fs from 'node:fs'
+export async function resolve(specifier, context, next) {
+  const resolved = await next(specifier, context)
+  fs.appendFileSync(process.env.WISHPAY_TEST_URLS_FILE, resolved.url + '\\\\n')
+  return resolved
+}\`))
 `
 
-/** The packages (under node_modules) that a `wishpay serve` on `kind` loaded, through start-up, a write, a read and SIGTERM. */
-async function packagesLoaded(kind: StoreKind): Promise<Set<string>> {
+interface Loaded {
+  /** The packages under node_modules, CommonJS or ES modules. */
+  packages: Set<string>
+  /** Every file's path or URL. */
+  files: string[]
+}
+
+/** What a `wishpay serve` on `kind` loaded, through start-up, a write, a read and SIGTERM; the store has its receipt key. */
+async function modulesLoaded(kind: StoreKind): Promise<Loaded> {
   const store = await kind.open()
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wishpay-modules-'))
   try {
     const preload = path.join(dir, 'preload.mjs')
     const listed = path.join(dir, 'modules.json')
+    const urls = path.join(dir, 'urls.txt')
     fs.writeFileSync(preload, PRELOAD)
-    const server = await startServer({ ...store.env, NODE_OPTIONS: `--import=${preload}`, WISHPAY_TEST_MODULES_FILE: listed })
+    // As after a server's first start: the key exists, so this start signs nothing.
+    await migrateToLatest(store.db)
+    await ensureSigningKey(store.db, new TestClock())
+    const server = await startServer({ ...store.env, NODE_OPTIONS: `--import=${preload}`, WISHPAY_TEST_MODULES_FILE: listed, WISHPAY_TEST_URLS_FILE: urls })
     try {
       // The server migrated the store as it started.
       const { key } = await createAccountService({ db: store.db, clock: new TestClock() }).createKey('modules', 'write')
@@ -45,18 +70,23 @@ async function packagesLoaded(kind: StoreKind): Promise<Set<string>> {
       throw error
     }
     assert.deepEqual(await stopServer(server, 'SIGTERM'), { code: 0, killed: false })
-    const files = JSON.parse(fs.readFileSync(listed, 'utf8')) as string[]
-    return new Set(files.flatMap((file) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(file)?.[1] ?? []))
+    const files = [...JSON.parse(fs.readFileSync(listed, 'utf8')) as string[], ...fs.readFileSync(urls, 'utf8').split('\n')]
+    return { packages: new Set(files.flatMap((file) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(file)?.[1] ?? [])), files }
   } finally {
     fs.rmSync(dir, { recursive: true, force: true })
     await store.close()
   }
 }
 
-describe('the store drivers a server loads (a real process)', () => {
+describe('what a server loads (a real process)', () => {
   for (const kind of storeKinds()) {
-    test(kind.name === 'sqlite' ? 'sqlite: better-sqlite3, and no file of node-pg' : `${kind.name}: node-pg`, async () => {
-      const packages = await packagesLoaded(kind)
+    const drivers = kind.name === 'sqlite' ? 'better-sqlite3, and no file of node-pg' : 'node-pg'
+    test(`${kind.name}: ${drivers}; neither jose nor the remote CLI commands`, async () => {
+      const { packages, files } = await modulesLoaded(kind)
+      assert.ok(packages.has('kysely'), `the lists miss the ES modules: ${[...packages].join(', ')}`)
+      assert.ok(!packages.has('jose'), 'jose was loaded')
+      assert.ok(!packages.has('eventsource-parser'), 'eventsource-parser was loaded')
+      assert.deepEqual(files.filter((file) => /\/cli\/remote\.[jt]s$/.test(file)), [], 'cli/remote was loaded')
       if (kind.name === 'sqlite') {
         assert.ok(packages.has('better-sqlite3'), `better-sqlite3 not among ${[...packages].join(', ')}`)
         for (const name of ['pg', 'pg-pool', 'pg-protocol', 'pg-types']) assert.ok(!packages.has(name), `${name} was loaded on SQLite`)

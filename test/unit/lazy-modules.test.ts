@@ -7,8 +7,9 @@ import type { TestApp } from '../helpers/app.js'
 /**
  * Code that only some requests need is imported on first use, so that a server which never sees them
  * does not hold it (docs/performance.md, peak RSS): @sd-jwt/* until an AP2 mandate is presented
- * (src/modules/ap2/open-mandate.ts), @fastify/swagger-ui until /docs is opened (src/http/openapi.ts). A module resolve hook, registered before anything of the app is
- * imported, reports every module this process loads.
+ * (src/modules/ap2/open-mandate.ts), jose until something is signed or verified (src/lib/jose.ts),
+ * @fastify/swagger-ui until /docs is opened (src/http/openapi.ts). A module resolve hook, registered
+ * before anything of the app is imported, reports every module this process loads.
  */
 
 const HOOKS = `
@@ -67,7 +68,7 @@ describe('modules loaded on first use', () => {
   })
   after(async () => { await t.close() })
 
-  test('@sd-jwt and swagger-ui are not loaded by building the app and serving requests that do not need them', async () => {
+  test('@sd-jwt, jose and swagger-ui are not loaded by building the app and serving requests that do not need them', async () => {
     const account = await t.account()
     const answers = await Promise.all([
       t.inject({ method: 'GET', url: '/openapi.json' }),
@@ -78,6 +79,7 @@ describe('modules loaded on first use', () => {
     assert.ok(loadedPackage('kysely'), 'the hook sees the app\'s imports')
     assert.ok(!loadedPackage('@sd-jwt/decode'), '@sd-jwt/decode was loaded at start-up')
     assert.ok(!loadedPackage('@sd-jwt/crypto-nodejs'), '@sd-jwt/crypto-nodejs was loaded at start-up')
+    assert.ok(!loadedPackage('jose'), 'jose was loaded at start-up')
     assert.ok(!loadedPackage('@fastify/swagger-ui'), '@fastify/swagger-ui was loaded at start-up')
   })
 
@@ -94,5 +96,14 @@ describe('modules loaded on first use', () => {
     await disclose('e30.e30.c2ln~', {}).catch(() => undefined)
     await settled()
     assert.ok(loadedPackage('@sd-jwt/decode'))
+  })
+
+  test('jose is loaded when a key is checked', async () => {
+    const { checkTrustedJwk } = await import('../../src/modules/trusted-keys/jwk.js')
+    // Base64url members of the right shape but not a point on the curve: jose's import is what refuses it.
+    const checked = await checkTrustedJwk({ kty: 'EC', kid: 'lazy', crv: 'P-256', x: 'AAAA', y: 'AAAA' })
+    assert.ok('problem' in checked)
+    await settled()
+    assert.ok(loadedPackage('jose'))
   })
 })

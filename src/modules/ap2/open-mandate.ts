@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import type { DecodedSDJwt } from '@sd-jwt/decode'
-import { compactVerify, importJWK, type JWK } from 'jose'
+import type { JWK } from 'jose'
+import { loadJose } from '../../lib/jose.js'
 import { mapConstraints, type OpenMandateDraft, toDraft } from './constraints.js'
 import { isObject, refuse } from './refusal.js'
 
@@ -158,6 +159,7 @@ function chooseKey(header: Record<string, unknown>, keys: readonly IssuerKey[]):
 /** Verifies a compact JWS with one key and one algorithm (jose) and returns its JSON payload; `failure` is the refusal's message. */
 export async function verifyJws(jwt: string, jwk: JWK, alg: string, failure: string): Promise<Record<string, unknown>> {
   let payload: Uint8Array
+  const { compactVerify, importJWK } = await loadJose()
   try {
     const publicKey = await importJWK(jwk, alg)
     payload = (await compactVerify(jwt, publicKey, { algorithms: [alg] })).payload
@@ -325,6 +327,7 @@ async function checkCnf(mandate: Record<string, unknown>): Promise<JWK> {
   if ('d' in jwk) return refuse('cnf_invalid', 'cnf.jwk holds a private key member (d)', 'cnf.jwk.d')
   const algs = algorithmsFor(jwk).filter((a) => a !== 'Ed25519')
   if (jwk.kty === 'RSA' || algs.length === 0) return refuse('cnf_invalid', 'cnf.jwk must be an EC P-256 or OKP Ed25519 public key', 'cnf.jwk')
+  const { importJWK } = await loadJose()
   try {
     await importJWK(jwk, algs[0]!)
   } catch {

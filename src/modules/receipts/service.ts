@@ -1,6 +1,6 @@
-import { decodeJwt, SignJWT } from 'jose'
 import type { Database } from '../../db/database.js'
 import { type Clock, toTimestamp } from '../../lib/clock.js'
+import { loadJose } from '../../lib/jose.js'
 import { errors } from '../../lib/errors.js'
 import type { RequestContext } from '../../lib/request-context.js'
 import * as payments from '../payments/repository.js'
@@ -32,7 +32,8 @@ export function receiptClaims(payment: payments.PaymentRow, reference: string, s
   return { ...common, error: payment.failure_code ?? 'payment_failed', error_description: payment.failure_message ?? 'The payment failed' }
 }
 
-function toReceipt(row: repo.ReceiptRow): Receipt {
+async function toReceipt(row: repo.ReceiptRow): Promise<Receipt> {
+  const { decodeJwt } = await loadJose()
   return { payment_id: row.payment_id, receipt: row.jwt, kid: row.kid, claims: decodeJwt(row.jwt) as ReceiptClaimsValue, created_at: row.created_at }
 }
 
@@ -80,6 +81,7 @@ export function createReceiptService(deps: { db: Database, clock: Clock }) {
       const nowDate = clock.now()
       const signer = await signers.signer()
       const claims = receiptClaims(payment, reference, status, Math.floor(nowDate.getTime() / 1000))
+      const { SignJWT } = await loadJose()
       const jwt = await new SignJWT({ ...claims }).setProtectedHeader({ alg: SIGNING_ALG, kid: signer.kid, typ: 'JWT' }).sign(signer.key)
       await repo.insertReceiptIfAbsent(db.kysely, { payment_id: payment.id, account_id: payment.account_id, kid: signer.kid, jwt, created_at: toTimestamp(nowDate) })
       return toReceipt((await repo.findReceipt(db.kysely, payment.id))!)

@@ -1,7 +1,8 @@
-import { calculateJwkThumbprint, type CryptoKey, exportJWK, generateKeyPair, importJWK, type JWK } from 'jose'
+import type { CryptoKey, JWK } from 'jose'
 import type { Database } from '../../db/database.js'
 import { inTransaction } from '../../db/transaction.js'
 import { type Clock, toTimestamp } from '../../lib/clock.js'
+import { loadJose } from '../../lib/jose.js'
 import * as repo from './repository.js'
 
 /**
@@ -32,6 +33,7 @@ export interface Signer {
 
 /** A new active key row (not stored). */
 async function newKeyRow(now: string): Promise<repo.SigningKeyRow> {
+  const { calculateJwkThumbprint, exportJWK, generateKeyPair } = await loadJose()
   const pair = await generateKeyPair(SIGNING_ALG, { extractable: true })
   const publicJwk = await exportJWK(pair.publicKey)
   const kid = await calculateJwkThumbprint(publicJwk, 'sha256')
@@ -99,6 +101,7 @@ export function createSignerCache(deps: { db: Database, clock: Clock }) {
       await ensureSigningKey(db, clock)
       row = await repo.oldestActiveKey(db.kysely)
     }
+    const { importJWK } = await loadJose()
     const key = await importJWK(JSON.parse(row!.private_jwk) as JWK, SIGNING_ALG)
     const signer = { kid: row!.kid, key: key as CryptoKey }
     if (started === generation) cached = { signer, until: clock.now().getTime() + ACTIVE_KEY_CACHE_MS }

@@ -1,4 +1,4 @@
-import { importJWK } from 'jose'
+import { loadJose } from '../../lib/jose.js'
 import type { StoredPublicJwkValue, TrustedJwkInputValue } from './schemas.js'
 
 const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi'] as const
@@ -68,6 +68,7 @@ export async function checkTrustedJwk(jwk: TrustedJwkInputValue): Promise<{ jwk:
     stored.alg = jwk.alg
   }
   if (jwk.use !== undefined) stored.use = jwk.use
+  const { importJWK } = await loadJose()
   try {
     await importJWK({ ...stored }, stored.alg ?? algs[0]!)
   } catch {
