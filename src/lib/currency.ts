@@ -1,25 +1,24 @@
+import { CURRENCY_EXPONENTS } from './currency-exponents.js'
+
 /**
- * ISO 4217 currencies and their minor-unit exponents, taken from the ICU data that ships
- * with Node (full-icu is the default build) rather than from a hand-kept table.
+ * ISO 4217 currencies and their minor-unit exponents, as the ICU data that ships with Node has them
+ * (CLDR's currency digits), read from a table generated from it (lib/currency-exponents.ts) rather than
+ * from ICU at run time: a process's first Intl.NumberFormat maps about 6.5 MB of ICU's locale data
+ * (docs/performance.md, thirty-ninth pass), and test/unit/currency-exponents.test.ts holds the table to
+ * the runtime's ICU.
  */
-const KNOWN = new Set<string>(Intl.supportedValuesOf('currency'))
-const exponents = new Map<string, number>()
+const EXPONENTS = new Map<string, number>(Object.entries(CURRENCY_EXPONENTS))
 
 /** Upper-cases a code and tells whether it is a known ISO 4217 currency. */
 export function normalizeCurrency(code: string): string | undefined {
   const upper = code.toUpperCase()
-  return KNOWN.has(upper) ? upper : undefined
+  return EXPONENTS.has(upper) ? upper : undefined
 }
 
 /** Digits after the decimal point in the currency's minor unit: USD 2, JPY 0, KWD 3. */
 export function currencyExponent(code: string): number {
-  let exponent = exponents.get(code)
-  if (exponent === undefined) {
-    exponent = new Intl.NumberFormat('en', { style: 'currency', currency: code })
-      .resolvedOptions().maximumFractionDigits ?? 2
-    exponents.set(code, exponent)
-  }
-  return exponent
+  // A code the table does not list (none passes normalizeCurrency) gets 2, as ICU gives one it does not know.
+  return EXPONENTS.get(code) ?? 2
 }
 
 /** Whether a major-unit amount fits the currency's minor unit (199.99 USD yes, 199.999 USD no). */

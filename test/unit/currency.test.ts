@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict'
+import fs from 'node:fs'
 import { test } from 'node:test'
+import { CURRENCY_TABLE_PATH, icuCurrencyExponents, renderCurrencyTable } from '../../scripts/generate-currencies.js'
 import { currencyExponent, fitsMinorUnit, normalizeCurrency, toMinorUnits } from '../../src/lib/currency.js'
 
 test('codes are accepted in any case and returned upper-case; unknown codes are refused', () => {
@@ -24,4 +26,20 @@ test('major to minor units, and whether an amount fits the minor unit', () => {
   assert.equal(fitsMinorUnit(199.999, 'USD'), false)
   assert.equal(fitsMinorUnit(1.5, 'JPY'), false)
   assert.equal(fitsMinorUnit(1.234, 'KWD'), true)
+})
+
+test('the generated table is what this runtime\'s ICU says (npm run currencies:generate when it is not)', () => {
+  assert.equal(fs.readFileSync(CURRENCY_TABLE_PATH, 'utf8'), renderCurrencyTable(), 'src/lib/currency-exponents.ts is stale')
+  // The same, through the functions the API calls: every code ICU lists is accepted with ICU's exponent.
+  const icu = icuCurrencyExponents()
+  assert.ok(icu.size > 150)
+  for (const [code, exponent] of icu) {
+    assert.equal(normalizeCurrency(code.toLowerCase()), code)
+    assert.equal(currencyExponent(code), exponent, code)
+  }
+})
+
+test('a code the table does not list gets 2 digits, as ICU gives one it does not know', () => {
+  assert.equal(currencyExponent('ZZZ'), 2)
+  assert.equal(new Intl.NumberFormat('en', { style: 'currency', currency: 'ZZZ' }).resolvedOptions().maximumFractionDigits, 2)
 })
