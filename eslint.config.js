@@ -65,6 +65,7 @@ const NO_VALUE_IMPORT_OF_LAZY_MODULES = {
   ],
 }
 
+const LOCALE_METHODS = ['toLocaleString', 'toLocaleDateString', 'toLocaleTimeString', 'toLocaleUpperCase', 'toLocaleLowerCase', 'localeCompare']
 const INTL_MESSAGE = 'ICU\'s locale data costs a server about 6.5 MB once touched: currencies are in lib/currency-exponents.ts (npm run currencies:generate).'
 
 export default tseslint.config(
@@ -151,7 +152,11 @@ export default tseslint.config(
     files: ['src/**/*.ts'],
     rules: {
       'no-restricted-globals': ['error', { name: 'Intl', message: INTL_MESSAGE }],
-      'no-restricted-properties': ['error', ...['toLocaleString', 'toLocaleDateString', 'toLocaleTimeString', 'localeCompare'].map((property) => ({ property, message: INTL_MESSAGE }))],
+      'no-restricted-properties': [
+        'error',
+        { object: 'globalThis', property: 'Intl', message: INTL_MESSAGE },
+        ...LOCALE_METHODS.map((property) => ({ property, message: INTL_MESSAGE })),
+      ],
     },
   },
 )

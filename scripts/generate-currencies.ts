@@ -3,8 +3,10 @@
  * exponents, from the ICU data that ships with Node (CLDR's currency digits): `npm run
  * currencies:generate`. The server reads the table instead of asking ICU, since a server's first
  * Intl.NumberFormat maps about 6.5 MB of ICU's locale data (docs/performance.md, thirty-ninth pass).
- * test/unit/currency-exponents.test.ts renders it again on the runtime under test and fails when
- * this runtime's ICU says otherwise.
+ * test/unit/currency.test.ts renders it again on the runtime under test and fails when
+ * this runtime's ICU says otherwise. The exponents are CLDR's (IQD 0, HUF 0), not always ISO 4217's, as
+ * before the table. A new exponent for a code already listed changes which wish budgets are accepted and
+ * what a stored budget is in minor units: review it as a change to the API, not as a data refresh.
  */
 import fs from 'node:fs'
 import path from 'node:path'

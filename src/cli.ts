@@ -186,7 +186,8 @@ async function main(argv: string[]): Promise<void> {
 main(process.argv.slice(2)).catch(async (error: unknown) => {
   if (error instanceof ConfigError || error instanceof UsageError) {
     process.stderr.write(`${error.message}\n`)
-    if (error instanceof UsageError) process.stderr.write(`\n${await usage()}\n`)
+    // The usage text imports cli/remote.js: a broken install still gets the reason and exit code 2.
+    if (error instanceof UsageError) process.stderr.write(`\n${await usage().catch(() => 'wishpay help: the usage text could not be loaded')}\n`)
     process.exit(error instanceof UsageError ? 2 : 1)
   }
   process.stderr.write(`wishpay: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`)

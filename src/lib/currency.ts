@@ -4,7 +4,7 @@ import { CURRENCY_EXPONENTS } from './currency-exponents.js'
  * ISO 4217 currencies and their minor-unit exponents, as the ICU data that ships with Node has them
  * (CLDR's currency digits), read from a table generated from it (lib/currency-exponents.ts) rather than
  * from ICU at run time: a process's first Intl.NumberFormat maps about 6.5 MB of ICU's locale data
- * (docs/performance.md, thirty-ninth pass), and test/unit/currency-exponents.test.ts holds the table to
+ * (docs/performance.md, thirty-ninth pass), and test/unit/currency.test.ts holds the table to
  * the runtime's ICU.
  */
 const EXPONENTS = new Map<string, number>(Object.entries(CURRENCY_EXPONENTS))
@@ -17,8 +17,10 @@ export function normalizeCurrency(code: string): string | undefined {
 
 /** Digits after the decimal point in the currency's minor unit: USD 2, JPY 0, KWD 3. */
 export function currencyExponent(code: string): number {
-  // A code the table does not list (none passes normalizeCurrency) gets 2, as ICU gives one it does not know.
-  return EXPONENTS.get(code) ?? 2
+  const exponent = EXPONENTS.get(code.toUpperCase())
+  // Codes reach here through normalizeCurrency: guessing one's exponent could scale an amount 100-fold.
+  if (exponent === undefined) throw new Error(`${code} is not a currency: check it with normalizeCurrency first`)
+  return exponent
 }
 
 /** Whether a major-unit amount fits the currency's minor unit (199.99 USD yes, 199.999 USD no). */

@@ -102,6 +102,30 @@ for (const kind of storeKinds()) {
   })
 }
 
+describe('help and unknown commands (no configuration read)', () => {
+  const broken = { PORT: 'abc', DATA_DIR: '/nonexistent-wishpay' }
+
+  test('help lists the local and the remote commands', async () => {
+    const result = await runCli(['help'], broken)
+    assert.equal(result.code, 0, result.stderr)
+    for (const line of ['serve [--no-jobs]', 'counts repair', 'listen --forward-to URL', 'events tail', 'deliveries resend']) assert.ok(result.stdout.includes(line), line)
+  })
+
+  test('an unknown command is a usage error, whatever the configuration', async () => {
+    const result = await runCli(['frobnicate'], broken)
+    assert.equal(result.code, 2)
+    assert.match(result.stderr, /^Unknown command: frobnicate\n\nUsage: wishpay <command>/)
+    assert.ok(result.stderr.includes('deliveries list ENDPOINT_ID'))
+  })
+
+  test('a remote command reads none of the server\'s configuration', async () => {
+    const result = await runCli(['deliveries', 'nonsense'], broken)
+    assert.equal(result.code, 2)
+    assert.doesNotMatch(result.stderr, /Invalid configuration/)
+    assert.match(result.stderr, /Usage: wishpay <command>/)
+  })
+})
+
 describe('configuration errors', () => {
   for (const [name, value] of [['PORT', 'abc'], ['DATABASE_URL', 'mysql://x'], ['LOG_LEVEL', 'loud'], ['DEFAULT_PROTOCOL', 'x402']]) {
     test(`${name}=${value} stops the command with one line naming ${name}`, async () => {

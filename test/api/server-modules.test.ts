@@ -42,6 +42,8 @@ interface Loaded {
   packages: Set<string>
   /** Every file's path or URL. */
   files: string[]
+  /** The URLs the resolve hook reported (ES modules). */
+  urls: string[]
 }
 
 /** What a `wishpay serve` on `kind` loaded, through start-up, a write, a read and SIGTERM; the store has its receipt key. */
@@ -58,7 +60,6 @@ async function modulesLoaded(kind: StoreKind): Promise<Loaded> {
     await ensureSigningKey(store.db, new TestClock())
     const server = await startServer({ ...store.env, NODE_OPTIONS: `--import=${preload}`, WISHPAY_TEST_MODULES_FILE: listed, WISHPAY_TEST_URLS_FILE: urls })
     try {
-      // The server migrated the store as it started.
       const { key } = await createAccountService({ db: store.db, clock: new TestClock() }).createKey('modules', 'write')
       const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
       const created = await fetch(`${server.url}/wishes`, { method: 'POST', headers, body: JSON.stringify({ query: 'a reading lamp' }) })
@@ -70,8 +71,9 @@ async function modulesLoaded(kind: StoreKind): Promise<Loaded> {
       throw error
     }
     assert.deepEqual(await stopServer(server, 'SIGTERM'), { code: 0, killed: false })
-    const files = [...JSON.parse(fs.readFileSync(listed, 'utf8')) as string[], ...fs.readFileSync(urls, 'utf8').split('\n')]
-    return { packages: new Set(files.flatMap((file) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(file)?.[1] ?? [])), files }
+    const resolved = fs.readFileSync(urls, 'utf8').split('\n')
+    const files = [...JSON.parse(fs.readFileSync(listed, 'utf8')) as string[], ...resolved]
+    return { packages: new Set(files.flatMap((file) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(file)?.[1] ?? [])), files, urls: resolved }
   } finally {
     fs.rmSync(dir, { recursive: true, force: true })
     await store.close()
@@ -82,8 +84,10 @@ describe('what a server loads (a real process)', () => {
   for (const kind of storeKinds()) {
     const drivers = kind.name === 'sqlite' ? 'better-sqlite3, and no file of node-pg' : 'node-pg'
     test(`${kind.name}: ${drivers}; neither jose nor the remote CLI commands`, async () => {
-      const { packages, files } = await modulesLoaded(kind)
-      assert.ok(packages.has('kysely'), `the lists miss the ES modules: ${[...packages].join(', ')}`)
+      const { packages, files, urls } = await modulesLoaded(kind)
+      // The hook sees the ES modules, ours among them (src/ through tsx, or dist/).
+      assert.ok(urls.some((url) => url.includes('/node_modules/kysely/')), 'the hook did not report kysely')
+      assert.ok(urls.some((url) => /\/(src|dist)\/cli\.[jt]s$/.test(url)), 'the hook did not report cli.js')
       assert.ok(!packages.has('jose'), 'jose was loaded')
       assert.ok(!packages.has('eventsource-parser'), 'eventsource-parser was loaded')
       assert.deepEqual(files.filter((file) => /\/cli\/remote\.[jt]s$/.test(file)), [], 'cli/remote was loaded')

@@ -39,7 +39,8 @@ test('the generated table is what this runtime\'s ICU says (npm run currencies:g
   }
 })
 
-test('a code the table does not list gets 2 digits, as ICU gives one it does not know', () => {
-  assert.equal(currencyExponent('ZZZ'), 2)
-  assert.equal(new Intl.NumberFormat('en', { style: 'currency', currency: 'ZZZ' }).resolvedOptions().maximumFractionDigits, 2)
+test('an exponent is found in any case, and a code the table does not list is an error, not a guess', () => {
+  assert.equal(currencyExponent('jpy'), 0)
+  assert.throws(() => currencyExponent('ZZZ'), /ZZZ is not a currency/)
+  assert.throws(() => toMinorUnits(1, 'US'), /US is not a currency/)
 })

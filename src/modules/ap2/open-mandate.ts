@@ -92,6 +92,14 @@ const sdJwtHasher = (data: string | ArrayBuffer, alg: string): Uint8Array =>
 let sdJwtDecode: Promise<typeof import('@sd-jwt/decode')> | undefined
 const loadSdJwtDecode = () => (sdJwtDecode ??= import('@sd-jwt/decode'))
 
+/**
+ * Imports what verifying a mandate needs (jose, @sd-jwt/decode) ahead of a transaction, so that its
+ * first use does not hold the store's writer while modules load.
+ */
+export async function loadMandateVerifiers(): Promise<void> {
+  await Promise.all([loadJose(), loadSdJwtDecode()])
+}
+
 /** The JWS algorithms each key type may sign with here. */
 function algorithmsFor(jwk: JWK): string[] {
   if (jwk.kty === 'EC' && jwk.crv === 'P-256') return ['ES256']

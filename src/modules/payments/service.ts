@@ -16,6 +16,7 @@ import { methodRefusal, type PaymentPlan, planPayment, type SettlePayload, toPay
 import * as repo from './repository.js'
 import { findAgent } from '../agents/repository.js'
 import { recordClosedMandate, verifyPaymentMandate } from './ap2.js'
+import { loadMandateVerifiers } from '../ap2/open-mandate.js'
 import { parentMandateOf, resolveMandate } from './vault-token.js'
 import { createSingleWrite } from './single-write.js'
 import type { CreatePaymentInput, CreateRefundInput, ListPaymentsInput, Payment, Refund } from './schemas.js'
@@ -136,6 +137,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     async create(ctx: RequestContext, input: CreatePaymentInput): Promise<Payment> {
       const unknownMethod = methodRefusal(processor, input.payment_method)
       if (unknownMethod) throw unknownMethod
+      if (input.ap2 !== undefined) await loadMandateVerifiers()
       return inTransaction(db, ctx, async (trx) => {
         // A plain read, to refuse early and to learn the mandate's protocol and wish, which never change.
         const { input: resolved, parentMandateId } = await resolveMandate(trx, ctx, input)
