@@ -15,6 +15,10 @@ import { rotateSigningKey } from './modules/receipts/signing-keys.js'
 // cli/remote.js (the commands that call a running server, and their event-stream parser) is imported
 // only for those commands and the usage text, so a server does not hold it.
 
+/** The remote commands' lines of the usage text; a line saying so if cli/remote.js cannot load (a broken install). */
+const remoteUsage = async () => (await import('./cli/remote.js').catch(() => undefined))?.REMOTE_USAGE ??
+  '  (the remote commands listen, events, trigger and deliveries could not be loaded)'
+
 const usage = async () => `Usage: wishpay <command>
 
   serve [--no-jobs]                           run the API server (migrates first) with background
@@ -33,7 +37,7 @@ const usage = async () => `Usage: wishpay <command>
                                               they count; exits 1 when one differs
   counts repair [--account ACCT_ID] [--json]  rebuild the counters that differ from their rows
                                               (safe while servers run)
-${(await import('./cli/remote.js')).REMOTE_USAGE}
+${await remoteUsage()}
 
 Configuration comes from the environment, as for the server (see README).`
 
@@ -186,8 +190,7 @@ async function main(argv: string[]): Promise<void> {
 main(process.argv.slice(2)).catch(async (error: unknown) => {
   if (error instanceof ConfigError || error instanceof UsageError) {
     process.stderr.write(`${error.message}\n`)
-    // The usage text imports cli/remote.js: a broken install still gets the reason and exit code 2.
-    if (error instanceof UsageError) process.stderr.write(`\n${await usage().catch(() => 'wishpay help: the usage text could not be loaded')}\n`)
+    if (error instanceof UsageError) process.stderr.write(`\n${await usage()}\n`)
     process.exit(error instanceof UsageError ? 2 : 1)
   }
   process.stderr.write(`wishpay: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`)

@@ -17,10 +17,14 @@ export function normalizeCurrency(code: string): string | undefined {
 
 /** Digits after the decimal point in the currency's minor unit: USD 2, JPY 0, KWD 3. */
 export function currencyExponent(code: string): number {
-  const exponent = EXPONENTS.get(code.toUpperCase())
-  // Codes reach here through normalizeCurrency: guessing one's exponent could scale an amount 100-fold.
-  if (exponent === undefined) throw new Error(`${code} is not a currency: check it with normalizeCurrency first`)
-  return exponent
+  const upper = code.toUpperCase()
+  const exponent = EXPONENTS.get(upper)
+  if (exponent !== undefined) return exponent
+  // A code of ISO 4217's shape the table lacks: one stored when another runtime's ICU listed it (a
+  // wish's budget). ICU gives such a code 2 digits, as this did before the table.
+  if (/^[A-Z]{3}$/.test(upper)) return 2
+  // Anything else never passed normalizeCurrency: a caller's mistake, not an amount to guess.
+  throw new Error(`${code} is not a currency code: check it with normalizeCurrency first`)
 }
 
 /** Whether a major-unit amount fits the currency's minor unit (199.99 USD yes, 199.999 USD no). */

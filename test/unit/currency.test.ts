@@ -39,8 +39,12 @@ test('the generated table is what this runtime\'s ICU says (npm run currencies:g
   }
 })
 
-test('an exponent is found in any case, and a code the table does not list is an error, not a guess', () => {
+test('an exponent is found in any case; a code the table lacks gets ICU\'s 2, and a malformed one is an error', () => {
   assert.equal(currencyExponent('jpy'), 0)
-  assert.throws(() => currencyExponent('ZZZ'), /ZZZ is not a currency/)
-  assert.throws(() => toMinorUnits(1, 'US'), /US is not a currency/)
+  // Not accepted from requests, but a wish stored under another runtime's ICU may hold one.
+  assert.equal(normalizeCurrency('ZZZ'), undefined)
+  assert.equal(currencyExponent('ZZZ'), 2)
+  assert.equal(new Intl.NumberFormat('en', { style: 'currency', currency: 'ZZZ' }).resolvedOptions().maximumFractionDigits, 2)
+  assert.throws(() => toMinorUnits(1, 'US'), /US is not a currency code/)
+  assert.throws(() => currencyExponent('US1'), /US1 is not a currency code/)
 })
