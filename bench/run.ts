@@ -15,7 +15,7 @@ import { benchPostgresUrl, requireBenchPostgresUrl } from './postgres-url.js'
 import { describeCommits, scrapeCommits } from './server-commits.js'
 import { describeDurations, scrapeDurations } from './server-durations.js'
 import { scale, type ScaleRow } from './scale.js'
-import { type Driven, drive, PAYMENT_BODY, primeReplay, replayBody, settle } from './scenarios.js'
+import { BUDGETED_WISH_BODY, type Driven, drive, PAYMENT_BODY, primeReplay, replayBody, settle, WISH_BODY } from './scenarios.js'
 import { seedBasics, seedMandates, seedWishes } from './seed.js'
 import { seedPayments } from './seed-pages.js'
 import { cell, printTable } from './table.js'
@@ -271,11 +271,14 @@ async function runStore(store: TestStore): Promise<StoreResult> {
       if (runs('wishes')) {
         await settled()
         const floor = await helloPost()
-        const wish = await withServerNotes('POST /wishes', '/wishes', () => drive({ ...service, path: '/wishes', method: 'POST', body: '{"query":"a bench wish"}' }, withWrk, settled))
+        const wish = await withServerNotes('POST /wishes', '/wishes', () => drive({ ...service, path: '/wishes', method: 'POST', body: WISH_BODY }, withWrk, settled))
         rows.push(row('POST /wishes', wish, server, floor))
         const half = Math.max(1, Math.round(wish.autocannon.requestsPerSecond / 2))
         await settled()
-        rows.push(openLoopRow('… same', await withServerNotes('POST /wishes, open loop', '/wishes', () => openLoop({ ...service, path: '/wishes', method: 'POST', body: '{"query":"a bench wish"}', rate: half })), server))
+        rows.push(openLoopRow('… same', await withServerNotes('POST /wishes, open loop', '/wishes', () => openLoop({ ...service, path: '/wishes', method: 'POST', body: WISH_BODY, rate: half })), server))
+        await settled()
+        const budgeted = await withServerNotes('POST /wishes with a budget', '/wishes', () => drive({ ...service, path: '/wishes', method: 'POST', body: BUDGETED_WISH_BODY }, withWrk, settled))
+        rows.push(row('… same, each with a budget', budgeted, server, floor))
       }
       if (runs('list')) {
         const first = await drive({ ...service, path: '/wishes?status=active&limit=10' }, withWrk, settled)

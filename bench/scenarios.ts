@@ -41,6 +41,15 @@ export interface LoadOptions {
 /** A new payment each request: a new idempotency key, against the given mandates in turn. */
 export const PAYMENT_BODY = '{"mandate_id":"__MANDATE__","amount":1,"idempotency_key":"__KEY__"}'
 
+/** The wish of `POST /wishes`: no budget, as in every run since the first, so that the runs compare. */
+export const WISH_BODY = '{"query":"a bench wish"}'
+
+/**
+ * A wish with a budget: its amount is checked against its currency's minor unit (lib/currency.ts), work
+ * WISH_BODY skips; its row shows that work's cost (docs/performance.md, fortieth pass).
+ */
+export const BUDGETED_WISH_BODY = '{"query":"a bench wish","budget":{"max":199.99,"currency":"usd"}}'
+
 /** The scenarios bench/instructions.ts and bench/compare-builds.ts measure one at a time, by their route as run.ts names it. */
 export const MEASURED_ROUTES = { get: 'GET /payments/:id', payments: 'POST /payments', replay: 'POST /payments (replay one key)' } as const
 export type MeasuredScenario = keyof typeof MEASURED_ROUTES

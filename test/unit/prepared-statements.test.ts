@@ -151,6 +151,9 @@ describe('prepared statements (postgres)', { skip: !pgUrl && 'PostgreSQL only (T
     client.on('error', () => {})
     await client.connect()
     const { rows: [backend] } = await client.query<{ pid: number }>('select pg_backend_pid() as pid')
+    // Queuing a second query on one client makes node-pg print a deprecation warning (pg 9 will refuse it):
+    // the service never does (each caller holds its pooled client alone); this test does, to show a
+    // query queued behind one that timed out is dropped, never sent.
     const sleeping = client.query('select pg_sleep(3)')
     const queued = client.query('insert into late (id) values ($1)', ['queued'])
     await assert.rejects(sleeping, /Query read timeout/)
