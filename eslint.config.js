@@ -47,7 +47,7 @@ const NOT_FROM_JOBS = {
   message: 'Modules never import jobs/ (the queue is src/modules/queue/repository.ts).',
 }
 
-/** Packages a server imports on first use (docs/decisions.md), each through the one import() named. */
+/** Packages a server imports on first use (docs/decisions.md), each through the one import() or require named. */
 const onFirstUse = (name, where) => ({ name, allowTypeImports: true, message: `${name} is imported on first use, by ${where}: import its types with \`import type\`.` })
 
 const NO_VALUE_IMPORT_OF_LAZY_MODULES = {
@@ -57,6 +57,7 @@ const NO_VALUE_IMPORT_OF_LAZY_MODULES = {
     onFirstUse('@sd-jwt/decode', 'modules/ap2/open-mandate.ts'),
     onFirstUse('@fastify/swagger-ui', 'http/openapi.ts, when /docs is opened'),
     onFirstUse('ioredis', 'http/rate-limit.ts, when REDIS_URL is set'),
+    onFirstUse('better-sqlite3', 'db/database.ts (loadSqlite), when a SQLite store is opened'),
   ],
   patterns: [
     { regex: '(^|/)prepared-statements\\.js$', allowTypeImports: true, message: 'prepared-statements.ts loads node-pg: only db/postgres-pool.ts imports it; import its types with `import type`.' },
@@ -132,7 +133,8 @@ export default tseslint.config(
   },
   {
     // A SQLite server never loads node-pg (docs/decisions.md): its value imports live in the two modules
-    // that db/database.ts imports only when it opens PostgreSQL. The packages only some requests need
+    // that db/database.ts imports only when it opens PostgreSQL; a PostgreSQL server never loads
+    // better-sqlite3, which db/database.ts requires when it opens SQLite. The packages only some requests need
     // are imported on first use, with import(). `import { type X }` would still load the
     // module under verbatimModuleSyntax, hence `import type` for type-only imports everywhere in src/.
     // typescript-eslint's no-restricted-imports (deprecated since 8.64 for the core rule, which now takes

@@ -1,6 +1,7 @@
 import fs from 'node:fs'
+import { createRequire } from 'node:module'
 import path from 'node:path'
-import SQLite from 'better-sqlite3'
+import type SQLite from 'better-sqlite3'
 import { type CompiledQuery, Kysely, sql, type Transaction } from 'kysely'
 import { OwnSchemaPostgresDialect } from './own-schema-introspector.js'
 import type pg from 'pg'
@@ -136,9 +137,21 @@ const MAX_BATCH = 64
  */
 const WRITER_CACHE_KIB = 2048
 
+const requireCommonJs = createRequire(import.meta.url)
+
+/**
+ * better-sqlite3, loaded when a SQLite store is opened, so that a PostgreSQL server loads no SQLite code
+ * (docs/performance.md, fortieth pass: its JavaScript, about 0.1 MB of heap; its native library is only
+ * mapped by the first connection anyway). It is CommonJS, so `require` loads it synchronously and
+ * openDatabase stays synchronous; lint refuses a value import of it elsewhere.
+ */
+function loadSqlite(): typeof SQLite {
+  return requireCommonJs('better-sqlite3') as typeof SQLite
+}
+
 function openSqlite(file: string): Database {
   if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true })
-  const connection = new SQLite(file)
+  const connection = new (loadSqlite())(file)
   connection.pragma('journal_mode = WAL')
   connection.pragma('synchronous = FULL')
   connection.pragma('foreign_keys = ON')
@@ -191,7 +204,7 @@ function openSqlite(file: string): Database {
 const READER_CACHE_KIB = 2048
 
 function openReader(file: string): SQLite.Database {
-  const reader = new SQLite(file, { readonly: true, fileMustExist: true })
+  const reader = new (loadSqlite())(file, { readonly: true, fileMustExist: true })
   reader.pragma('busy_timeout = 5000')
   reader.pragma(`cache_size = -${READER_CACHE_KIB}`)
   return reader

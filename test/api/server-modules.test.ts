@@ -12,10 +12,11 @@ import { startServer } from '../helpers/server.js'
 import { type StoreKind, storeKinds } from '../helpers/stores.js'
 
 /**
- * What a real `wishpay serve` loads (docs/performance.md, thirty-eighth and thirty-ninth passes):
- * - a SQLite server does not load node-pg, and a PostgreSQL server does (src/db/database.ts,
- *   src/db/postgres-pool.ts; better-sqlite3 is still loaded on both): node-pg held about 1.4 MB of a
- *   SQLite server's heap for nothing;
+ * What a real `wishpay serve` loads (docs/performance.md, thirty-eighth to fortieth passes):
+ * - a SQLite server loads better-sqlite3 and no node-pg, a PostgreSQL server node-pg and no
+ *   better-sqlite3 (src/db/database.ts, src/db/postgres-pool.ts): node-pg held about 1.4 MB of a SQLite
+ *   server's heap for nothing, better-sqlite3's JavaScript about 0.1 MB of a PostgreSQL server's (its
+ *   native library is mapped by a first connection only);
  * - neither loads jose while it has its receipt key and signs or verifies nothing (src/lib/jose.ts), nor
  *   the CLI's remote commands (src/cli/remote.ts, imported by src/cli.ts for those commands only).
  * The drivers are CommonJS, so every file of them the process loaded is in its `require.cache`, which a
@@ -82,7 +83,7 @@ async function modulesLoaded(kind: StoreKind): Promise<Loaded> {
 
 describe('what a server loads (a real process)', () => {
   for (const kind of storeKinds()) {
-    const drivers = kind.name === 'sqlite' ? 'better-sqlite3, and no file of node-pg' : 'node-pg'
+    const drivers = kind.name === 'sqlite' ? 'better-sqlite3, and no file of node-pg' : 'node-pg, and no file of better-sqlite3'
     test(`${kind.name}: ${drivers}; neither jose nor the remote CLI commands`, async () => {
       const { packages, files, urls } = await modulesLoaded(kind)
       // The hook sees the ES modules, ours among them (src/ through tsx, or dist/).
@@ -96,6 +97,8 @@ describe('what a server loads (a real process)', () => {
         for (const name of ['pg', 'pg-pool', 'pg-protocol', 'pg-types']) assert.ok(!packages.has(name), `${name} was loaded on SQLite`)
       } else {
         assert.ok(packages.has('pg'), `pg not among ${[...packages].join(', ')}`)
+        // better-sqlite3 finds its native library through `bindings`, which nothing else of ours loads.
+        for (const name of ['better-sqlite3', 'bindings']) assert.ok(!packages.has(name), `${name} was loaded on PostgreSQL`)
       }
     })
   }
