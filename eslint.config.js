@@ -50,14 +50,18 @@ const NOT_FROM_JOBS = {
 /** Packages a server imports on first use (docs/decisions.md), each through the one import() or require named. */
 const onFirstUse = (name, where) => ({ name, allowTypeImports: true, message: `${name} is imported on first use, by ${where}: import its types with \`import type\`.` })
 
+const LOADED_ON_FIRST_USE = [
+  onFirstUse('jose', 'lib/jose.ts (loadJose)'),
+  onFirstUse('@sd-jwt/decode', 'modules/ap2/open-mandate.ts'),
+  onFirstUse('@fastify/swagger-ui', 'http/openapi.ts, when /docs is opened'),
+  onFirstUse('ioredis', 'http/rate-limit.ts, when REDIS_URL is set'),
+  onFirstUse('better-sqlite3', 'db/database.ts (loadSqlite), when a SQLite store is opened'),
+]
+
 const NO_VALUE_IMPORT_OF_LAZY_MODULES = {
   paths: [
     { name: 'pg', allowTypeImports: true, message: 'node-pg is loaded with the pool, on PostgreSQL only (db/postgres-pool.ts): import its types with `import type`.' },
-    onFirstUse('jose', 'lib/jose.ts (loadJose)'),
-    onFirstUse('@sd-jwt/decode', 'modules/ap2/open-mandate.ts'),
-    onFirstUse('@fastify/swagger-ui', 'http/openapi.ts, when /docs is opened'),
-    onFirstUse('ioredis', 'http/rate-limit.ts, when REDIS_URL is set'),
-    onFirstUse('better-sqlite3', 'db/database.ts (loadSqlite), when a SQLite store is opened'),
+    ...LOADED_ON_FIRST_USE,
   ],
   patterns: [
     { regex: '(^|/)prepared-statements\\.js$', allowTypeImports: true, message: 'prepared-statements.ts loads node-pg: only db/postgres-pool.ts imports it; import its types with `import type`.' },
@@ -144,6 +148,14 @@ export default tseslint.config(
     ignores: ['src/db/postgres-pool.ts', 'src/db/prepared-statements.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': ['error', NO_VALUE_IMPORT_OF_LAZY_MODULES],
+      '@typescript-eslint/no-import-type-side-effects': 'error',
+    },
+  },
+  {
+    // node-pg's two modules may import it; the packages loaded on first use stay refused there too.
+    files: ['src/db/postgres-pool.ts', 'src/db/prepared-statements.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': ['error', { paths: LOADED_ON_FIRST_USE }],
       '@typescript-eslint/no-import-type-side-effects': 'error',
     },
   },

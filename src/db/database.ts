@@ -140,7 +140,7 @@ const WRITER_CACHE_KIB = 2048
 const requireCommonJs = createRequire(import.meta.url)
 
 /**
- * better-sqlite3, loaded when a SQLite store is opened, so that a PostgreSQL server loads no SQLite code
+ * better-sqlite3, loaded when a SQLite store is opened, so that a PostgreSQL server never loads it
  * (docs/performance.md, fortieth pass: its JavaScript, about 0.1 MB of heap; its native library is only
  * mapped by the first connection anyway). It is CommonJS, so `require` loads it synchronously and
  * openDatabase stays synchronous; lint refuses a value import of it elsewhere.
